@@ -1,0 +1,333 @@
+//! The tools a program may call: definitions, handlers and results.
+//!
+//! A [`Catalog`] groups tools by plugin. Each [`Tool`] pairs a definition (the MCP
+//! tool fields) with a [`ToolHandler`] that serves calls; [`FnTool`] makes a handler
+//! from an async Rust closure, so embedders and tests need no plugin processes. The
+//! catalog also decides what a JavaScript call resolves with ([`Tool::answer`]): the
+//! `structuredContent` when the tool declares an `outputSchema`, the content list when
+//! the result holds images, the text otherwise, and a rejection when the result is an
+//! error.
+
+use std::collections::BTreeMap;
+use std::future::Future;
+use std::sync::Arc;
+
+use futures::future::BoxFuture;
+use protocol::{PluginTools, ToolAnswer};
+use serde::{Deserialize, Serialize};
+use serde_json::value::RawValue;
+use serde_json::Value;
+use tokio_util::sync::CancellationToken;
+
+/// One item of a tool result (MCP content).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "lowercase")]
+pub enum Content {
+    /// Text.
+    Text {
+        /// The text.
+        text: String,
+    },
+    /// An image, base64-encoded.
+    Image {
+        /// Base64 data.
+        data: String,
+        /// For example `image/png`.
+        #[serde(rename = "mimeType")]
+        mime_type: String,
+    },
+}
+
+/// What a tool returns (the MCP `CallToolResult`).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ToolResult {
+    /// The result's content items.
+    pub content: Vec<Content>,
+    /// Structured data, for tools that declare an output schema.
+    #[serde(rename = "structuredContent", skip_serializing_if = "Option::is_none")]
+    pub structured_content: Option<Value>,
+    /// True when the call failed; the text says why.
+    #[serde(rename = "isError", default, skip_serializing_if = "std::ops::Not::not")]
+    pub is_error: bool,
+}
+
+impl ToolResult {
+    /// A successful text result.
+    pub fn text(text: impl Into<String>) -> Self {
+        Self { content: vec![Content::Text { text: text.into() }], ..Self::default() }
+    }
+
+    /// A successful result carrying a JSON value, as text and as `structuredContent`.
+    pub fn json(value: Value) -> Self {
+        Self { content: vec![Content::Text { text: value.to_string() }], structured_content: Some(value), is_error: false }
+    }
+
+    /// A failed result; the program's call rejects with `message`.
+    pub fn error(message: impl Into<String>) -> Self {
+        Self { content: vec![Content::Text { text: message.into() }], structured_content: None, is_error: true }
+    }
+
+    /// The text items, joined by newlines.
+    pub fn joined_text(&self) -> String {
+        let texts: Vec<&str> = self
+            .content
+            .iter()
+            .filter_map(|c| match c {
+                Content::Text { text } => Some(text.as_str()),
+                Content::Image { .. } => None,
+            })
+            .collect();
+        texts.join("\n")
+    }
+}
+
+/// Who is calling, and a signal that fires when the call is given up.
+#[derive(Debug, Clone)]
+pub struct CallContext {
+    /// The plugin's name.
+    pub plugin: String,
+    /// The tool's name.
+    pub tool: String,
+    /// Unique within the program.
+    pub call_id: u64,
+    /// Cancelled when the program ends, hits a limit or is cancelled.
+    pub cancel: CancellationToken,
+}
+
+/// Serves calls to one tool.
+pub trait ToolHandler: Send + Sync + 'static {
+    /// Runs the tool. Errors are results with `is_error` set, never panics.
+    fn call(&self, input: Value, context: CallContext) -> BoxFuture<'static, ToolResult>;
+}
+
+/// A [`ToolHandler`] made from an async closure.
+pub struct FnTool<F>(pub F);
+
+impl<F, Fut> ToolHandler for FnTool<F>
+where
+    F: Fn(Value, CallContext) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = ToolResult> + Send + 'static,
+{
+    fn call(&self, input: Value, context: CallContext) -> BoxFuture<'static, ToolResult> {
+        Box::pin((self.0)(input, context))
+    }
+}
+
+/// A tool's definition: the fields the program's author (and the agent) sees.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ToolDefinition {
+    /// 1 to 64 letters, digits, `_` or `-`.
+    pub name: String,
+    /// What the tool does and when to use it.
+    pub description: String,
+    /// JSON Schema of the input (an object schema).
+    #[serde(rename = "inputSchema", default = "empty_object_schema")]
+    pub input_schema: Value,
+    /// JSON Schema of the result, when the tool returns structured data.
+    #[serde(rename = "outputSchema", default, skip_serializing_if = "Option::is_none")]
+    pub output_schema: Option<Value>,
+}
+
+fn empty_object_schema() -> Value {
+    serde_json::json!({ "type": "object", "properties": {} })
+}
+
+/// A tool: its definition and its handler.
+#[derive(Clone)]
+pub struct Tool {
+    /// What the tool is.
+    pub definition: ToolDefinition,
+    /// What serves its calls.
+    pub handler: Arc<dyn ToolHandler>,
+}
+
+impl std::fmt::Debug for Tool {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Tool").field("definition", &self.definition).finish_non_exhaustive()
+    }
+}
+
+impl Tool {
+    /// A tool served by an async closure.
+    pub fn from_fn<F, Fut>(definition: ToolDefinition, f: F) -> Self
+    where
+        F: Fn(Value, CallContext) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = ToolResult> + Send + 'static,
+    {
+        Self { definition, handler: Arc::new(FnTool(f)) }
+    }
+
+    /// What the program's call resolves or rejects with, given the tool's result.
+    pub fn answer(&self, result: &ToolResult) -> ToolAnswer {
+        if result.is_error {
+            let text = result.joined_text();
+            return ToolAnswer::Reject(if text.is_empty() { format!("tool {} failed without a message", self.definition.name) } else { text });
+        }
+        let value = if result.content.iter().any(|c| matches!(c, Content::Image { .. })) {
+            serde_json::to_value(&result.content).unwrap_or(Value::Null)
+        } else if let (Some(_), Some(structured)) = (&self.definition.output_schema, &result.structured_content) {
+            structured.clone()
+        } else {
+            Value::String(result.joined_text())
+        };
+        match RawValue::from_string(value.to_string()) {
+            Ok(raw) => ToolAnswer::Resolve(raw),
+            Err(e) => ToolAnswer::Reject(format!("tool {} returned a value that is not JSON: {e}", self.definition.name)),
+        }
+    }
+}
+
+/// Why a catalog entry was refused.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum CatalogError {
+    /// A plugin or tool name breaks the naming rule.
+    #[error("plugin {plugin:?}: {what} name {name:?} is invalid: use 1 to 64 letters, digits, '_' or '-'")]
+    InvalidName {
+        /// The plugin.
+        plugin: String,
+        /// "plugin" or "tool".
+        what: &'static str,
+        /// The offending name.
+        name: String,
+    },
+    /// The same tool was added twice to one plugin.
+    #[error("plugin {plugin:?}: tool {tool:?} is defined twice")]
+    Duplicate {
+        /// The plugin.
+        plugin: String,
+        /// The tool.
+        tool: String,
+    },
+    /// The input schema's root is not an object schema.
+    #[error("plugin {plugin:?}, tool {tool:?}: field inputSchema must be a JSON Schema object with \"type\": \"object\"")]
+    InputSchemaNotObject {
+        /// The plugin.
+        plugin: String,
+        /// The tool.
+        tool: String,
+    },
+}
+
+/// True for 1 to 64 letters, digits, `_` or `-`.
+pub fn is_valid_name(name: &str) -> bool {
+    (1..=64).contains(&name.len()) && name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+}
+
+/// The tools of every plugin, by plugin name then tool name.
+#[derive(Debug, Clone, Default)]
+pub struct Catalog {
+    plugins: BTreeMap<String, BTreeMap<String, Tool>>,
+}
+
+impl Catalog {
+    /// An empty catalog.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Adds a tool to a plugin, checking names and the input schema.
+    pub fn add(&mut self, plugin: &str, tool: Tool) -> Result<(), CatalogError> {
+        let name = tool.definition.name.clone();
+        if !is_valid_name(plugin) {
+            return Err(CatalogError::InvalidName { plugin: plugin.into(), what: "plugin", name: plugin.into() });
+        }
+        if !is_valid_name(&name) {
+            return Err(CatalogError::InvalidName { plugin: plugin.into(), what: "tool", name });
+        }
+        if tool.definition.input_schema.get("type").and_then(Value::as_str) != Some("object") {
+            return Err(CatalogError::InputSchemaNotObject { plugin: plugin.into(), tool: name });
+        }
+        let tools = self.plugins.entry(plugin.to_string()).or_default();
+        if tools.contains_key(&name) {
+            return Err(CatalogError::Duplicate { plugin: plugin.into(), tool: name });
+        }
+        tools.insert(name, tool);
+        Ok(())
+    }
+
+    /// Builder form of [`Catalog::add`].
+    pub fn with(mut self, plugin: &str, tool: Tool) -> Result<Self, CatalogError> {
+        self.add(plugin, tool)?;
+        Ok(self)
+    }
+
+    /// Finds a tool.
+    pub fn get(&self, plugin: &str, tool: &str) -> Option<&Tool> {
+        self.plugins.get(plugin)?.get(tool)
+    }
+
+    /// Every plugin with its tools, in name order.
+    pub fn plugins(&self) -> impl Iterator<Item = (&str, impl Iterator<Item = &Tool>)> {
+        self.plugins.iter().map(|(p, tools)| (p.as_str(), tools.values()))
+    }
+
+    /// The catalog as the worker needs it: names only.
+    pub fn worker_view(&self) -> Vec<PluginTools> {
+        self.plugins
+            .iter()
+            .map(|(plugin, tools)| PluginTools { plugin: plugin.clone(), tools: tools.keys().cloned().collect() })
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+    use serde_json::json;
+
+    fn def(name: &str, output_schema: Option<Value>) -> ToolDefinition {
+        ToolDefinition { name: name.into(), description: "d".into(), input_schema: empty_object_schema(), output_schema }
+    }
+
+    fn tool(name: &str, output_schema: Option<Value>) -> Tool {
+        Tool::from_fn(def(name, output_schema), |_, _| async { ToolResult::text("x") })
+    }
+
+    fn resolved(answer: ToolAnswer) -> String {
+        match answer {
+            ToolAnswer::Resolve(v) => v.get().to_string(),
+            ToolAnswer::Reject(m) => panic!("rejected: {m}"),
+        }
+    }
+
+    #[test]
+    fn structured_content_only_with_an_output_schema() {
+        let result = ToolResult::json(json!({"t": 3}));
+        assert_eq!(resolved(tool("a", Some(json!({"type": "object"}))).answer(&result)), r#"{"t":3}"#);
+        assert_eq!(resolved(tool("a", None).answer(&result)), r#""{\"t\":3}""#);
+    }
+
+    #[test]
+    fn images_resolve_to_the_content_list() {
+        let result = ToolResult {
+            content: vec![Content::Text { text: "a chart".into() }, Content::Image { data: "AAAA".into(), mime_type: "image/png".into() }],
+            ..Default::default()
+        };
+        assert_eq!(
+            resolved(tool("a", None).answer(&result)),
+            r#"[{"text":"a chart","type":"text"},{"data":"AAAA","mimeType":"image/png","type":"image"}]"#
+        );
+    }
+
+    #[test]
+    fn errors_reject_with_the_text() {
+        match tool("a", None).answer(&ToolResult::error("city not found")) {
+            ToolAnswer::Reject(m) => assert_eq!(m, "city not found"),
+            ToolAnswer::Resolve(_) => panic!(),
+        }
+    }
+
+    #[test]
+    fn names_are_checked() {
+        let mut c = Catalog::new();
+        assert!(c.add("my-db", tool("search-rows", None)).is_ok());
+        assert_eq!(c.add("my-db", tool("search-rows", None)), Err(CatalogError::Duplicate { plugin: "my-db".into(), tool: "search-rows".into() }));
+        assert!(matches!(c.add("bad name", tool("x", None)), Err(CatalogError::InvalidName { what: "plugin", .. })));
+        assert!(matches!(c.add("p", tool(&"x".repeat(65), None)), Err(CatalogError::InvalidName { what: "tool", .. })));
+        let mut t = tool("y", None);
+        t.definition.input_schema = json!({"type": "string"});
+        assert_eq!(c.add("p", t).unwrap_err().to_string(), "plugin \"p\", tool \"y\": field inputSchema must be a JSON Schema object with \"type\": \"object\"");
+        assert_eq!(c.worker_view(), vec![PluginTools { plugin: "my-db".into(), tools: vec!["search-rows".into()] }]);
+    }
+}

@@ -1,0 +1,235 @@
+//! Starting workers: fork from the template, or spawn a fresh process.
+//!
+//! - [`LaunchMode::Template`]: the host keeps one pristine template process (see
+//!   `sandbox_worker::template`) and asks it to fork a worker per program. The worker
+//!   inherits an initialised engine, so start-up skips deno_core's bootstrap. QuickJS only.
+//! - [`LaunchMode::Spawn`]: a new `sandbox-worker run` process per program, which
+//!   initialises its own engine. Slower, and the only safe choice for V8.
+//! - [`LaunchMode::Auto`] asks the worker binary which engine it has and picks.
+//!
+//! If the template dies, the next launch starts a new one.
+
+use std::os::fd::{AsFd, AsRawFd, OwnedFd};
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+use nix::sys::socket::{socketpair, AddressFamily, SockFlag, SockType};
+use protocol::template::{recv_control, send_control, TemplateReply, TemplateRequest};
+use protocol::FrameError;
+use tokio::io::unix::AsyncFd;
+use tokio::sync::Mutex;
+
+use crate::worker_process::WorkerProcess;
+
+/// How workers are started.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "snake_case")]
+pub enum LaunchMode {
+    /// Template for QuickJS, spawn for V8.
+    #[default]
+    Auto,
+    /// Fork each worker from a pristine template process.
+    Template,
+    /// Start a new worker process per program.
+    Spawn,
+}
+
+/// Why a worker could not be started.
+#[derive(Debug, thiserror::Error)]
+pub enum LaunchError {
+    /// The worker binary is missing or could not be executed.
+    #[error("cannot start the worker {path}: {source}. Build it with `cargo build -p sandbox-worker` or set CODEMODE_WORKER to its path")]
+    Exec {
+        /// The binary.
+        path: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// The template process did not come up, or broke its protocol.
+    #[error("the template process failed: {0}")]
+    Template(String),
+    /// Template mode was asked for with an engine that cannot be forked.
+    #[error("the worker was built with the {0} engine, which cannot be forked after initialisation; use the spawn launch mode")]
+    EngineCannotFork(String),
+    /// A system call failed.
+    #[error("{what} failed: {source}")]
+    Os {
+        /// What was attempted.
+        what: &'static str,
+        /// The error.
+        source: std::io::Error,
+    },
+}
+
+fn os(what: &'static str) -> impl FnOnce(std::io::Error) -> LaunchError {
+    move |source| LaunchError::Os { what, source }
+}
+
+fn nix_os(what: &'static str) -> impl FnOnce(nix::Error) -> LaunchError {
+    move |e| LaunchError::Os { what, source: std::io::Error::from_raw_os_error(e as i32) }
+}
+
+/// How long the template may take to initialise.
+const TEMPLATE_READY_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// Starts workers in the configured mode.
+pub struct Launcher {
+    worker: PathBuf,
+    mode: LaunchMode,
+    template: Mutex<Option<Template>>,
+}
+
+impl Launcher {
+    /// Resolves `Auto` and, in template mode, starts the template.
+    pub async fn new(worker: PathBuf, mode: LaunchMode) -> Result<Self, LaunchError> {
+        let mode = match mode {
+            LaunchMode::Auto => match worker_engine(&worker)?.as_str() {
+                "quickjs" => LaunchMode::Template,
+                _ => LaunchMode::Spawn,
+            },
+            other => other,
+        };
+        let template = match mode {
+            LaunchMode::Template => Some(Template::start(&worker).await?),
+            _ => None,
+        };
+        Ok(Self { worker, mode, template: Mutex::new(template) })
+    }
+
+    /// The resolved mode (never `Auto`).
+    pub fn mode(&self) -> LaunchMode {
+        self.mode
+    }
+
+    /// Starts one worker whose channel is `channel` (the worker's end).
+    pub async fn launch(&self, channel: OwnedFd) -> Result<WorkerProcess, LaunchError> {
+        match self.mode {
+            LaunchMode::Spawn => spawn_worker(&self.worker, channel),
+            _ => {
+                let mut guard = self.template.lock().await;
+                if let Some(template) = guard.as_mut() {
+                    match template.fork(channel.as_fd()).await {
+                        Ok(pid) => return WorkerProcess::adopt(pid).map_err(os("pidfd_open")),
+                        Err(e) => tracing::warn!("template failed ({e}); starting a new one"),
+                    }
+                }
+                *guard = None;
+                let mut template = Template::start(&self.worker).await?;
+                let pid = template.fork(channel.as_fd()).await?;
+                *guard = Some(template);
+                WorkerProcess::adopt(pid).map_err(os("pidfd_open"))
+            }
+        }
+    }
+
+    /// The template's pid, when there is one (for tests and diagnostics).
+    pub async fn template_pid(&self) -> Option<i32> {
+        self.template.lock().await.as_ref().map(|t| t.process.pid())
+    }
+}
+
+/// Asks the worker binary which engine it was built with.
+fn worker_engine(worker: &Path) -> Result<String, LaunchError> {
+    let out = Command::new(worker).arg("info").stdin(Stdio::null()).stderr(Stdio::inherit()).output().map_err(|source| LaunchError::Exec { path: worker.into(), source })?;
+    let info: serde_json::Value = serde_json::from_slice(&out.stdout).map_err(|e| LaunchError::Template(format!("`{} info` printed no engine: {e}", worker.display())))?;
+    Ok(info["engine"].as_str().unwrap_or("unknown").to_string())
+}
+
+/// A command for the worker with `fd` placed at descriptor 3.
+fn worker_command(worker: &Path, fd: &OwnedFd, args: &[&str]) -> Command {
+    let mut cmd = Command::new(worker);
+    cmd.args(args).arg("--host-pid").arg(std::process::id().to_string()).stdin(Stdio::null()).stdout(Stdio::null()).stderr(Stdio::inherit());
+    let raw = fd.as_raw_fd();
+    // SAFETY: the closure runs in the child between fork and exec and only calls
+    // dup2/fcntl, which are async-signal-safe.
+    unsafe {
+        cmd.pre_exec(move || {
+            if raw == 3 {
+                // Already in place: just clear close-on-exec.
+                if libc::fcntl(3, libc::F_SETFD, 0) < 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+            } else if libc::dup2(raw, 3) < 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    cmd
+}
+
+fn spawn_worker(worker: &Path, channel: OwnedFd) -> Result<WorkerProcess, LaunchError> {
+    let child = worker_command(worker, &channel, &["run", "--channel-fd", "3"])
+        .spawn()
+        .map_err(|source| LaunchError::Exec { path: worker.into(), source })?;
+    let pid = child.id() as i32;
+    // `std::process::Child` neither kills nor reaps on drop; the WorkerProcess does both.
+    drop(child);
+    WorkerProcess::adopt(pid).map_err(os("pidfd_open"))
+}
+
+/// The host's end of a running template process.
+struct Template {
+    process: WorkerProcess,
+    control: AsyncFd<OwnedFd>,
+}
+
+impl Template {
+    async fn start(worker: &Path) -> Result<Self, LaunchError> {
+        let (ours, theirs) = socketpair(AddressFamily::Unix, SockType::SeqPacket, None, SockFlag::SOCK_CLOEXEC).map_err(nix_os("socketpair"))?;
+        // Only the host's end is non-blocking; the template reads its end blocking.
+        let flags = nix::fcntl::fcntl(&ours, nix::fcntl::FcntlArg::F_GETFL).map_err(nix_os("fcntl"))?;
+        nix::fcntl::fcntl(&ours, nix::fcntl::FcntlArg::F_SETFL(nix::fcntl::OFlag::from_bits_retain(flags) | nix::fcntl::OFlag::O_NONBLOCK))
+            .map_err(nix_os("fcntl"))?;
+        let child = worker_command(worker, &theirs, &["template", "--control-fd", "3"])
+            .spawn()
+            .map_err(|source| LaunchError::Exec { path: worker.into(), source })?;
+        drop(theirs);
+        let process = WorkerProcess::adopt(child.id() as i32).map_err(os("pidfd_open"))?;
+        drop(child);
+        // SAFETY: the AsyncFd owns the descriptor and nothing replaces or closes it while registered.
+        let control = unsafe { AsyncFd::register(ours) }.map_err(|e| LaunchError::Os { what: "registering the template channel", source: e.into() })?;
+        let template = Self { process, control };
+        match tokio::time::timeout(TEMPLATE_READY_TIMEOUT, template.recv()).await {
+            Ok(Ok(TemplateReply::Ready { engine })) if engine == "quickjs" => Ok(template),
+            Ok(Ok(TemplateReply::Ready { engine })) => Err(LaunchError::EngineCannotFork(engine)),
+            Ok(Ok(other)) => Err(LaunchError::Template(format!("expected Ready, got {other:?}"))),
+            Ok(Err(e)) => Err(LaunchError::Template(format!("it exited before it was ready ({e}); its stderr says why"))),
+            Err(_) => Err(LaunchError::Template(format!("not ready after {TEMPLATE_READY_TIMEOUT:?}"))),
+        }
+    }
+
+    async fn fork(&mut self, channel: std::os::fd::BorrowedFd<'_>) -> Result<i32, LaunchError> {
+        self.send(&TemplateRequest::Fork, Some(channel)).await?;
+        match self.recv().await {
+            Ok(TemplateReply::Forked { pid }) => Ok(pid),
+            Ok(TemplateReply::Refused { reason }) => Err(LaunchError::Template(format!("fork refused: {reason}"))),
+            Ok(other) => Err(LaunchError::Template(format!("expected Forked, got {other:?}"))),
+            Err(e) => Err(LaunchError::Template(e.to_string())),
+        }
+    }
+
+    async fn send(&self, request: &TemplateRequest, fd: Option<std::os::fd::BorrowedFd<'_>>) -> Result<(), LaunchError> {
+        loop {
+            let mut guard = self.control.writable().await.map_err(os("waiting on the template channel"))?;
+            match send_control(self.control.get_ref().as_fd(), request, fd) {
+                Err(FrameError::Io(e)) if e.kind() == std::io::ErrorKind::WouldBlock => guard.clear_ready(),
+                Err(e) => return Err(LaunchError::Template(e.to_string())),
+                Ok(()) => return Ok(()),
+            }
+        }
+    }
+
+    async fn recv(&self) -> Result<TemplateReply, FrameError> {
+        loop {
+            let mut guard = self.control.readable().await?;
+            match recv_control::<TemplateReply>(self.control.get_ref().as_fd()) {
+                Err(FrameError::Io(e)) if e.kind() == std::io::ErrorKind::WouldBlock => guard.clear_ready(),
+                Err(e) => return Err(e),
+                Ok((reply, _fd)) => return Ok(reply),
+            }
+        }
+    }
+}

@@ -1,0 +1,39 @@
+//! codemode's host: runs agent-written JavaScript programs, one sandboxed worker per
+//! program, and serves their `tools.<plugin>.<tool>(input)` calls.
+//!
+//! The flow, top to bottom:
+//! - [`Executor`] ([`executor`]) takes a program and its [`Limits`] ([`limits`]);
+//! - the [`launcher`] starts a worker: forked from a pristine template process, or spawned;
+//! - the executor serves the worker's tool calls from the [`Catalog`] ([`catalog`]) over
+//!   the `protocol` channel, and enforces the wall clock;
+//! - the worker is killed and reaped ([`worker_process`]) and the program's
+//!   [`Outcome`] ([`outcome`]) is returned.
+//!
+//! ```no_run
+//! # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
+//! use codemode::{Catalog, Executor, Tool, ToolDefinition, ToolResult};
+//! use serde_json::json;
+//!
+//! let add = Tool::from_fn(
+//!     ToolDefinition { name: "add".into(), description: "Adds a and b.".into(), input_schema: json!({"type": "object"}), output_schema: None },
+//!     |input, _ctx| async move { ToolResult::text((input["a"].as_f64().unwrap_or(0.0) + input["b"].as_f64().unwrap_or(0.0)).to_string()) },
+//! );
+//! let executor = Executor::builder().catalog(Catalog::new().with("math", add)?).build().await?;
+//! let outcome = executor.run("async (tools) => await tools.math.add({ a: 1, b: 2 })").await;
+//! assert_eq!(outcome.agent_text(), "3");
+//! # Ok(()) }
+//! ```
+
+pub mod catalog;
+pub mod examples;
+pub mod executor;
+pub mod launcher;
+pub mod limits;
+pub mod outcome;
+pub mod worker_process;
+
+pub use catalog::{CallContext, Catalog, CatalogError, Content, Tool, ToolDefinition, ToolHandler, ToolResult};
+pub use executor::{default_worker_path, Executor, ExecutorBuilder, ExecutorError};
+pub use launcher::LaunchMode;
+pub use limits::Limits;
+pub use outcome::{Outcome, OutcomeKind};

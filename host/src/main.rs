@@ -1,0 +1,142 @@
+//! `codemode`: the command line of the codemode host.
+//!
+//! `codemode run FILE|-` runs one program and prints what an agent would read;
+//! `--json` prints the structured outcome instead. Exit codes: 0 ok, 1 the program
+//! failed (threw, stuck, unserialisable result), 3 a limit stopped it, 4 the worker
+//! crashed or the host could not run it, 2 bad command-line usage.
+
+use std::io::Read;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use anyhow::Context;
+use clap::{Args, Parser, Subcommand};
+use codemode::examples::example_catalog;
+use codemode::{Catalog, Executor, LaunchMode, Limits, OutcomeKind};
+
+#[derive(Parser)]
+#[command(name = "codemode", version, about = "Runs agent-written JavaScript programs in sandboxed workers")]
+struct Cli {
+    /// Log verbosity for codemode's own logs on stderr (error, warn, info, debug, trace).
+    #[arg(long, global = true, env = "CODEMODE_LOG", default_value = "warn")]
+    log: String,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Run one program (a file, or - for standard input) and print its result.
+    Run(RunArgs),
+}
+
+#[derive(Args)]
+struct RunArgs {
+    /// The program: a file, or - to read standard input.
+    file: String,
+    /// Print the structured outcome as JSON instead of the agent's text.
+    #[arg(long)]
+    json: bool,
+    /// Offer the bundled example tools (weather.forecast, math.add).
+    #[arg(long)]
+    example_tools: bool,
+    /// How workers start.
+    #[arg(long, value_enum, default_value_t = LaunchMode::Auto)]
+    launch: LaunchMode,
+    /// The sandbox-worker binary (default: $CODEMODE_WORKER, or next to codemode).
+    #[arg(long)]
+    worker: Option<PathBuf>,
+    /// Memory limit in MiB.
+    #[arg(long, value_name = "MIB")]
+    memory_mib: Option<u64>,
+    /// JavaScript time between two tool answers, in milliseconds.
+    #[arg(long, value_name = "MS")]
+    cpu_step_ms: Option<u64>,
+    /// Total time, in milliseconds.
+    #[arg(long, value_name = "MS")]
+    wall_clock_ms: Option<u64>,
+    /// Console output kept, in bytes.
+    #[arg(long, value_name = "BYTES")]
+    console_bytes: Option<u64>,
+}
+
+impl RunArgs {
+    fn limits(&self) -> Limits {
+        let mut limits = Limits::default();
+        if let Some(m) = self.memory_mib {
+            limits.memory_bytes = m * codemode::limits::MIB;
+        }
+        if let Some(ms) = self.cpu_step_ms {
+            limits.cpu_step = Duration::from_millis(ms);
+        }
+        if let Some(ms) = self.wall_clock_ms {
+            limits.wall_clock = Duration::from_millis(ms);
+        }
+        if let Some(b) = self.console_bytes {
+            limits.console_bytes = b;
+        }
+        limits
+    }
+}
+
+fn exit_code(kind: &OutcomeKind) -> i32 {
+    match kind {
+        OutcomeKind::Ok { .. } => 0,
+        k if k.is_limit() => 3,
+        OutcomeKind::WorkerCrash { .. } | OutcomeKind::Internal { .. } => 4,
+        _ => 1,
+    }
+}
+
+async fn run(args: RunArgs) -> anyhow::Result<i32> {
+    let code = if args.file == "-" {
+        let mut s = String::new();
+        std::io::stdin().read_to_string(&mut s).context("reading the program from standard input")?;
+        s
+    } else {
+        std::fs::read_to_string(&args.file).with_context(|| format!("reading the program {}", args.file))?
+    };
+    let catalog = if args.example_tools { example_catalog() } else { Catalog::new() };
+    let mut builder = Executor::builder().launch_mode(args.launch).limits(args.limits()).catalog(catalog);
+    if let Some(w) = &args.worker {
+        builder = builder.worker_path(w);
+    }
+    let executor = builder.build().await.context("starting the executor")?;
+    let outcome = executor.run(&code).await;
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&outcome)?);
+    } else {
+        let text = outcome.agent_text();
+        if !text.is_empty() {
+            println!("{text}");
+        }
+    }
+    Ok(exit_code(&outcome.kind))
+}
+
+fn main() {
+    let cli = Cli::parse();
+    tracing_subscriber::fmt()
+        .with_writer(std::io::stderr)
+        .with_env_filter(tracing_subscriber::EnvFilter::try_new(&cli.log).unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")))
+        .init();
+    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("codemode: cannot start the async runtime: {e}");
+            std::process::exit(4);
+        }
+    };
+    let code = runtime.block_on(async {
+        match cli.command {
+            Command::Run(args) => run(args).await,
+        }
+    });
+    match code {
+        Ok(code) => std::process::exit(code),
+        Err(e) => {
+            eprintln!("codemode: {e:#}");
+            std::process::exit(4);
+        }
+    }
+}

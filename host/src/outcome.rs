@@ -1,0 +1,247 @@
+//! How a program ended, as a typed value and as the text an agent reads.
+//!
+//! [`Outcome::agent_text`] is what `codemode run` prints and what the MCP server
+//! returns: the returned value as JSON text (a string as it is), then the console
+//! output; or, for a failed program, the reason first. [`OutcomeKind`] gives each way
+//! of ending its own variant, and every limit carries the limit's value.
+
+use std::time::Duration;
+
+use serde::Serialize;
+
+use crate::limits::{human_bytes, human_duration};
+
+/// How a program ended.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum OutcomeKind {
+    /// The program returned. `value` is JSON text, or `None` for `undefined`.
+    Ok {
+        /// The returned value as JSON text.
+        value: Option<String>,
+    },
+    /// The program threw (or did not compile, or returned something JSON cannot hold).
+    Error {
+        /// `TypeError`, `SyntaxError`, ... (empty when a non-Error was thrown).
+        name: String,
+        /// The message.
+        message: String,
+        /// The JavaScript stack, when there is one.
+        stack: Option<String>,
+        /// Line in the program, 1-based.
+        line: Option<u32>,
+        /// Column in the program, 1-based.
+        column: Option<u32>,
+    },
+    /// The JavaScript heap reached the memory limit.
+    MemoryLimit {
+        /// The limit, in bytes.
+        limit_bytes: u64,
+    },
+    /// JavaScript ran too long between two tool answers.
+    CpuLimit {
+        /// The limit, in milliseconds.
+        limit_ms: u64,
+    },
+    /// The program ran out of total time.
+    WallClockLimit {
+        /// The limit, in milliseconds.
+        limit_ms: u64,
+    },
+    /// The returned value's JSON text is larger than the result limit.
+    ResultTooLarge {
+        /// The limit, in bytes.
+        limit_bytes: u64,
+        /// The size of the value's JSON text.
+        bytes: u64,
+    },
+    /// The program waited for a promise that nothing could settle.
+    Stuck,
+    /// The worker died or broke the protocol; the host is unaffected.
+    WorkerCrash {
+        /// What happened.
+        reason: String,
+    },
+    /// The host could not run the program at all (it could not start a worker).
+    Internal {
+        /// What went wrong and what to do.
+        reason: String,
+    },
+}
+
+impl OutcomeKind {
+    /// The kind's name as it appears in JSON (`ok`, `memory_limit`, ...).
+    pub fn name(&self) -> &'static str {
+        match self {
+            OutcomeKind::Ok { .. } => "ok",
+            OutcomeKind::Error { .. } => "error",
+            OutcomeKind::MemoryLimit { .. } => "memory_limit",
+            OutcomeKind::CpuLimit { .. } => "cpu_limit",
+            OutcomeKind::WallClockLimit { .. } => "wall_clock_limit",
+            OutcomeKind::ResultTooLarge { .. } => "result_too_large",
+            OutcomeKind::Stuck => "stuck",
+            OutcomeKind::WorkerCrash { .. } => "worker_crash",
+            OutcomeKind::Internal { .. } => "internal",
+        }
+    }
+
+    /// True for the limits.
+    pub fn is_limit(&self) -> bool {
+        matches!(
+            self,
+            OutcomeKind::MemoryLimit { .. } | OutcomeKind::CpuLimit { .. } | OutcomeKind::WallClockLimit { .. } | OutcomeKind::ResultTooLarge { .. }
+        )
+    }
+}
+
+/// Everything a program produced.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Outcome {
+    /// How it ended.
+    #[serde(flatten)]
+    pub kind: OutcomeKind,
+    /// What it wrote with `console.*`, one line per call, cut at the console limit.
+    pub console: String,
+    /// Console bytes dropped after the cut (0 when nothing was cut).
+    pub console_dropped_bytes: u64,
+    /// Tool calls the program made.
+    pub tool_calls: u64,
+    /// Time from the call to the outcome.
+    #[serde(serialize_with = "micros")]
+    pub elapsed: Duration,
+}
+
+fn micros<S: serde::Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_u64(u64::try_from(d.as_micros()).unwrap_or(u64::MAX))
+}
+
+impl Outcome {
+    /// True when the program returned normally.
+    pub fn is_ok(&self) -> bool {
+        matches!(self.kind, OutcomeKind::Ok { .. })
+    }
+
+    /// The returned value parsed back into JSON (`None` for failures and `undefined`).
+    pub fn value(&self) -> Option<serde_json::Value> {
+        match &self.kind {
+            OutcomeKind::Ok { value: Some(v) } => serde_json::from_str(v).ok(),
+            _ => None,
+        }
+    }
+
+    /// The failure's reason, as the first line(s) the agent reads; `None` when ok.
+    pub fn failure_text(&self) -> Option<String> {
+        Some(match &self.kind {
+            OutcomeKind::Ok { .. } => return None,
+            OutcomeKind::Error { name, message, stack, line, column } => {
+                let mut text = String::from("Error: the program threw ");
+                if name.is_empty() {
+                    text.push_str(&format!("a value: {message}"));
+                } else {
+                    text.push_str(&format!("{name}: {message}"));
+                }
+                if let (Some(l), Some(c)) = (line, column) {
+                    text.push_str(&format!(" (line {l}, column {c})"));
+                }
+                if let Some(stack) = stack {
+                    let frames: Vec<&str> = stack.lines().filter(|l| l.trim_start().starts_with("at ")).collect();
+                    if !frames.is_empty() {
+                        text.push('\n');
+                        text.push_str(&frames.join("\n"));
+                    }
+                }
+                text
+            }
+            OutcomeKind::MemoryLimit { limit_bytes } => {
+                format!("Memory limit: the program used more than its {} of memory and was stopped.", human_bytes(*limit_bytes))
+            }
+            OutcomeKind::CpuLimit { limit_ms } => format!(
+                "CPU limit: the program ran JavaScript for more than {} without waiting for a tool answer and was stopped.",
+                human_duration(Duration::from_millis(*limit_ms))
+            ),
+            OutcomeKind::WallClockLimit { limit_ms } => {
+                format!("Wall-clock limit: the program ran for more than {} in all and was stopped.", human_duration(Duration::from_millis(*limit_ms)))
+            }
+            OutcomeKind::ResultTooLarge { limit_bytes, bytes } => format!(
+                "Result limit: the returned value is {bytes} bytes of JSON, more than the {} limit. Return less: filter or summarise in the program.",
+                human_bytes(*limit_bytes)
+            ),
+            OutcomeKind::Stuck => {
+                "Stuck: the program waits for a promise that nothing will settle (no tool call is in flight), so it was ended.".to_string()
+            }
+            OutcomeKind::WorkerCrash { reason } => format!("Worker crash: {reason}"),
+            OutcomeKind::Internal { reason } => format!("Internal error: {reason}"),
+        })
+    }
+
+    /// The text an agent reads: the value (a string as it is) or the failure, then the
+    /// console output with a marker where it was cut.
+    pub fn agent_text(&self) -> String {
+        let mut parts: Vec<String> = Vec::new();
+        match (&self.kind, self.failure_text()) {
+            (OutcomeKind::Ok { value: Some(v) }, _) => match serde_json::from_str::<serde_json::Value>(v) {
+                Ok(serde_json::Value::String(s)) => parts.push(s),
+                _ => parts.push(v.clone()),
+            },
+            (OutcomeKind::Ok { value: None }, _) => {}
+            (_, Some(failure)) => parts.push(failure),
+            (_, None) => {}
+        }
+        if !self.console.is_empty() || self.console_dropped_bytes > 0 {
+            let mut console = format!("Console output:\n{}", self.console);
+            if self.console_dropped_bytes > 0 {
+                if !console.ends_with('\n') {
+                    console.push('\n');
+                }
+                console.push_str(&format!("[console output cut here: {} more bytes were dropped]", self.console_dropped_bytes));
+            }
+            parts.push(console.trim_end_matches('\n').to_string());
+        }
+        parts.join("\n\n")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn outcome(kind: OutcomeKind, console: &str, dropped: u64) -> Outcome {
+        Outcome { kind, console: console.into(), console_dropped_bytes: dropped, tool_calls: 0, elapsed: Duration::ZERO }
+    }
+
+    #[test]
+    fn a_string_is_shown_as_it_is_and_other_values_as_json() {
+        assert_eq!(outcome(OutcomeKind::Ok { value: Some("\"hi\\nthere\"".into()) }, "", 0).agent_text(), "hi\nthere");
+        assert_eq!(outcome(OutcomeKind::Ok { value: Some("{\"a\":1}".into()) }, "log\n", 0).agent_text(), "{\"a\":1}\n\nConsole output:\nlog");
+    }
+
+    #[test]
+    fn limits_name_their_value_and_cut_console_is_marked() {
+        let text = outcome(OutcomeKind::MemoryLimit { limit_bytes: 256 * crate::limits::MIB }, "a\n", 5).agent_text();
+        assert_eq!(
+            text,
+            "Memory limit: the program used more than its 256 MiB of memory and was stopped.\n\nConsole output:\na\n[console output cut here: 5 more bytes were dropped]"
+        );
+        assert!(outcome(OutcomeKind::CpuLimit { limit_ms: 10_000 }, "", 0).agent_text().contains("more than 10 s"));
+        assert!(outcome(OutcomeKind::WallClockLimit { limit_ms: 900_000 }, "", 0).agent_text().contains("more than 15 min"));
+    }
+
+    #[test]
+    fn errors_show_position_and_frames() {
+        let kind = OutcomeKind::Error {
+            name: "TypeError".into(),
+            message: "x is not a function".into(),
+            stack: Some("TypeError: x is not a function\n    at program.js:2:3".into()),
+            line: Some(2),
+            column: Some(3),
+        };
+        assert_eq!(outcome(kind, "", 0).agent_text(), "Error: the program threw TypeError: x is not a function (line 2, column 3)\n    at program.js:2:3");
+    }
+
+    #[test]
+    fn json_form_names_the_kind() {
+        let json = serde_json::to_value(outcome(OutcomeKind::CpuLimit { limit_ms: 5 }, "", 0)).unwrap_or_default();
+        assert_eq!(json["kind"], "cpu_limit");
+        assert_eq!(json["limit_ms"], 5);
+    }
+}

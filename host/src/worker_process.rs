@@ -1,0 +1,117 @@
+//! One worker process as the host holds it: a pid and a pidfd.
+//!
+//! Workers are always the host's children (spawned, or forked by the template with
+//! `CLONE_PARENT`), so the host can open a pidfd for each before it could be reaped
+//! and reused. Killing goes through the pidfd (no pid-reuse race); waiting polls the
+//! pidfd for readability and reaps with `waitid(P_PIDFD)`, so no zombie is left.
+
+use std::fmt;
+use std::io;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+
+use tokio::io::unix::AsyncFd;
+
+/// A live worker process.
+pub struct WorkerProcess {
+    pid: i32,
+    pidfd: AsyncFd<OwnedFd>,
+    reaped: bool,
+}
+
+/// How a worker process ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ExitStatus {
+    /// It exited with this code.
+    Code(i32),
+    /// A signal killed it.
+    Signal(i32),
+}
+
+impl fmt::Display for ExitStatus {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ExitStatus::Code(c) => write!(f, "exit code {c}"),
+            ExitStatus::Signal(s) => {
+                let name = nix::sys::signal::Signal::try_from(*s).map(|s| s.as_str()).unwrap_or("unknown signal");
+                write!(f, "signal {s} ({name})")
+            }
+        }
+    }
+}
+
+impl WorkerProcess {
+    /// Takes charge of the host's child `pid`. Must be called inside a tokio runtime.
+    pub fn adopt(pid: i32) -> io::Result<Self> {
+        // SAFETY: pidfd_open takes a pid and flags and returns a new descriptor or -1.
+        let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) };
+        if fd < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        // SAFETY: the kernel just returned this descriptor; nothing else owns it.
+        let owned = unsafe { OwnedFd::from_raw_fd(fd as i32) };
+        // SAFETY: the AsyncFd owns the descriptor and nothing replaces or closes it while registered.
+        let pidfd = unsafe { AsyncFd::register_with_interest(owned, tokio::io::Interest::READABLE) }.map_err(io::Error::from)?;
+        Ok(Self { pid, pidfd, reaped: false })
+    }
+
+    /// The worker's pid.
+    pub fn pid(&self) -> i32 {
+        self.pid
+    }
+
+    /// Sends SIGKILL (a no-op once it has exited).
+    pub fn kill(&self) {
+        if self.reaped {
+            return;
+        }
+        // SAFETY: pidfd_send_signal takes a valid pidfd we own, a signal number and
+        // null siginfo; it touches no memory of ours.
+        unsafe {
+            libc::syscall(libc::SYS_pidfd_send_signal, self.pidfd.get_ref().as_raw_fd(), libc::SIGKILL, std::ptr::null::<libc::siginfo_t>(), 0);
+        }
+    }
+
+    /// Waits for the process to exit and reaps it.
+    pub async fn wait(&mut self) -> io::Result<ExitStatus> {
+        loop {
+            let mut guard = self.pidfd.readable().await?;
+            match reap(guard.get_inner().as_raw_fd(), libc::WNOHANG)? {
+                Some(status) => {
+                    drop(guard);
+                    self.reaped = true;
+                    return Ok(status);
+                }
+                None => guard.clear_ready(),
+            }
+        }
+    }
+}
+
+/// Reaps the process behind `pidfd` if it has exited (`flags` may add `WNOHANG`).
+fn reap(pidfd: std::os::fd::RawFd, flags: libc::c_int) -> io::Result<Option<ExitStatus>> {
+    // SAFETY: siginfo_t is plain data; zeroed is a valid initial value.
+    let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
+    // SAFETY: waitid writes into `info`, which lives for the call; P_PIDFD with a pidfd
+    // the caller owns.
+    let rc = unsafe { libc::waitid(libc::P_PIDFD, pidfd as libc::id_t, &mut info, libc::WEXITED | flags) };
+    if rc < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: after a successful waitid, si_pid/si_status are the child's fields.
+    let (pid, status) = unsafe { (info.si_pid(), info.si_status()) };
+    if pid == 0 {
+        return Ok(None);
+    }
+    Ok(Some(if info.si_code == libc::CLD_EXITED { ExitStatus::Code(status) } else { ExitStatus::Signal(status) }))
+}
+
+impl Drop for WorkerProcess {
+    fn drop(&mut self) {
+        if !self.reaped {
+            // Never leave a worker behind: kill it and reap it (blocking, but the
+            // process is already dying).
+            self.kill();
+            let _ = reap(self.pidfd.get_ref().as_raw_fd(), 0);
+        }
+    }
+}

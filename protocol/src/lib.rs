@@ -1,0 +1,26 @@
+//! The IPC channel between the codemode host and its sandbox workers.
+//!
+//! Every byte that crosses the process boundary goes through this crate:
+//!
+//! - [`frame`] cuts a byte stream into length-prefixed frames and refuses oversized,
+//!   truncated or undecodable ones before it allocates for them.
+//! - [`message`] defines the typed messages of both directions: the host starts a
+//!   program and answers tool calls; the worker asks for tools, writes console output
+//!   and reports the program's outcome.
+//! - [`channel`] wraps a stream in role-named helpers (`send_to_worker`,
+//!   `recv_from_host`, ...) so that each side can only send what its role sends.
+//! - [`template`] is the small control channel between the host and the pristine
+//!   template process that forks one worker per program.
+//!
+//! Frames carry JSON (serde_json): the messages are small, debuggable with any tool,
+//! and tool inputs and results are JSON already, so they pass through as
+//! [`serde_json::value::RawValue`] without being parsed twice.
+
+pub mod channel;
+pub mod frame;
+pub mod message;
+pub mod template;
+
+pub use channel::{HostChannel, WorkerChannel};
+pub use frame::{FrameError, MAX_FRAME_BYTES};
+pub use message::*;

@@ -1,0 +1,170 @@
+//! The JavaScript engine of one worker process: a deno_core runtime with the codemode
+//! extension, bootstrapped and scrubbed so that only the language, `tools` and
+//! `console` remain.
+//!
+//! [`Engine::new`] is the expensive part (about 17 ms). The template process does it
+//! once and forks every worker from the result; the spawn path does it per program.
+
+use deno_core::{v8, JsRuntime, RuntimeOptions};
+use protocol::JsFailure;
+
+use crate::ops::{codemode, Driver};
+
+#[cfg(not(any(feature = "quickjs", feature = "v8")))]
+compile_error!("enable one engine feature: `quickjs` (default) or `v8`");
+
+/// The engine this worker was built with.
+pub const ENGINE_NAME: &str = if cfg!(feature = "v8") { "v8" } else { "quickjs" };
+
+/// The script name under which programs are compiled; their stack frames show it.
+pub const PROGRAM_NAME: &str = "program.js";
+
+const BOOTSTRAP_JS: &str = include_str!("js/bootstrap.js");
+
+/// Why the engine could not be prepared.
+#[derive(Debug, thiserror::Error)]
+pub enum EngineError {
+    /// deno_core refused to create the runtime.
+    #[error("creating the JavaScript runtime failed: {0}")]
+    Create(String),
+    /// The bootstrap script threw (for example, the global scope could not be cleaned).
+    #[error("bootstrapping the JavaScript runtime failed: {0}")]
+    Bootstrap(String),
+}
+
+/// How a program's text was understood.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ProgramForm {
+    /// One expression; a function value is called with `tools`.
+    Expression,
+    /// The body of an async function of `tools`.
+    Body,
+}
+
+/// A bootstrapped runtime, ready for one program.
+pub struct Engine {
+    /// The deno_core runtime.
+    pub runtime: JsRuntime,
+}
+
+/// The two ways a program's text is wrapped, each a function of `tools` whose first
+/// line starts with a fixed prefix (so lines keep their numbers).
+fn wrap(code: &str, form: ProgramForm) -> (String, usize) {
+    match form {
+        ProgramForm::Expression => {
+            let prefix = "(async function (tools) { return (";
+            (format!("{prefix}{code}\n); }})"), prefix.len())
+        }
+        ProgramForm::Body => {
+            let prefix = "(async function (tools) { ";
+            (format!("{prefix}{code}\n}})"), prefix.len())
+        }
+    }
+}
+
+impl Engine {
+    /// Creates and bootstraps a runtime. `heap_limit_bytes` is the isolate's initial
+    /// heap limit (each program sets its own before it runs).
+    pub fn new(heap_limit_bytes: Option<u64>) -> Result<Self, EngineError> {
+        let create_params = heap_limit_bytes
+            .map(|limit| v8::CreateParams::default().heap_limits(0, usize::try_from(limit).unwrap_or(usize::MAX)));
+        let mut runtime = JsRuntime::try_new(RuntimeOptions {
+            extensions: vec![codemode::init()],
+            create_params,
+            ..Default::default()
+        })
+        .map_err(|e| EngineError::Create(e.to_string()))?;
+        runtime
+            .execute_script("codemode:bootstrap", BOOTSTRAP_JS)
+            .map_err(|e| EngineError::Bootstrap(e.to_string()))?;
+        if !runtime.op_state().borrow().has::<Driver>() {
+            return Err(EngineError::Bootstrap("the bootstrap did not register its driver".into()));
+        }
+        Ok(Self { runtime })
+    }
+
+    /// Compiles a program into a function of `tools`, trying the expression form first.
+    ///
+    /// A syntax error is reported for the body form, with the program's own line and
+    /// column numbers.
+    pub fn compile(&mut self, code: &str) -> Result<(v8::Global<v8::Value>, ProgramForm), JsFailure> {
+        let (source, _) = wrap(code, ProgramForm::Expression);
+        if let Ok(function) = self.runtime.execute_script(PROGRAM_NAME, source) {
+            return Ok((function, ProgramForm::Expression));
+        }
+        let (source, prefix) = wrap(code, ProgramForm::Body);
+        match self.runtime.execute_script(PROGRAM_NAME, source) {
+            Ok(function) => Ok((function, ProgramForm::Body)),
+            Err(error) => Err(failure_from_js_error(&error, prefix)),
+        }
+    }
+}
+
+/// The prefix length of the body form, used to map line-1 columns back.
+pub fn body_prefix_len() -> usize {
+    wrap("", ProgramForm::Body).1
+}
+
+/// Converts deno_core's error into the protocol's, mapping positions back to the
+/// program's own text (only line 1 carries the wrapper's prefix).
+pub fn failure_from_js_error(error: &deno_core::error::JsError, line1_prefix: usize) -> JsFailure {
+    let frame = error.frames.iter().find(|f| f.file_name.as_deref() == Some(PROGRAM_NAME));
+    let line = frame.and_then(|f| f.line_number).and_then(|l| u32::try_from(l).ok());
+    let column = frame.and_then(|f| f.column_number).and_then(|c| u32::try_from(c).ok()).map(|c| {
+        if line == Some(1) {
+            c.saturating_sub(line1_prefix as u32).max(1)
+        } else {
+            c
+        }
+    });
+    let message = match &error.message {
+        Some(m) => m.clone(),
+        None => error.exception_message.strip_prefix("Uncaught ").unwrap_or(&error.exception_message).to_string(),
+    };
+    JsFailure {
+        name: error.name.clone().unwrap_or_default(),
+        message,
+        stack: error.stack.as_deref().map(|s| fix_line1_columns(s, line1_prefix)),
+        line,
+        column,
+    }
+}
+
+/// Rewrites `program.js:1:C` positions in a stack trace to the program's own columns.
+pub fn fix_line1_columns(stack: &str, prefix: usize) -> String {
+    let needle = format!("{PROGRAM_NAME}:1:");
+    let mut out = String::with_capacity(stack.len());
+    let mut rest = stack;
+    while let Some(at) = rest.find(&needle) {
+        let (before, after) = rest.split_at(at + needle.len());
+        out.push_str(before);
+        let digits = after.chars().take_while(|c| c.is_ascii_digit()).count();
+        match after[..digits].parse::<usize>() {
+            Ok(col) => out.push_str(&col.saturating_sub(prefix).max(1).to_string()),
+            Err(_) => out.push_str(&after[..digits]),
+        }
+        rest = &after[digits..];
+    }
+    out.push_str(rest);
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn line1_columns_lose_the_prefix_other_lines_keep_theirs() {
+        let stack = "Error: x\n    at f (program.js:1:40)\n    at program.js:3:7\n    at program.js:1:2";
+        assert_eq!(fix_line1_columns(stack, 25), "Error: x\n    at f (program.js:1:15)\n    at program.js:3:7\n    at program.js:1:1");
+    }
+
+    #[test]
+    fn both_wrappers_keep_the_program_on_line_one() {
+        for form in [ProgramForm::Expression, ProgramForm::Body] {
+            let (src, prefix) = wrap("a\nb", form);
+            assert_eq!(&src[prefix..prefix + 3], "a\nb");
+            assert!(!src[..prefix].contains('\n'));
+        }
+    }
+}

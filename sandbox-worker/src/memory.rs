@@ -1,0 +1,87 @@
+//! The memory limit: the engine's heap limit, backed by the operating system.
+//!
+//! The isolate's heap limit is set per program ([`set_heap_limit`]); when the heap nears
+//! it, the callback records the trip and terminates the isolate, so the program ends
+//! with a memory-limit outcome instead of an engine abort. Allocations the engine does
+//! not count (backing stores, native buffers) hit `RLIMIT_DATA` instead
+//! ([`apply_os_backstop`]), which makes them fail rather than grow without bound.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+use deno_core::JsRuntime;
+
+/// Headroom of the OS backstop over the heap limit: the worker's own data
+/// (stacks, buffers, the channel) and the engine's bookkeeping.
+const OS_HEADROOM_BYTES: u64 = 64 * 1024 * 1024;
+
+/// Set once the heap reached its limit.
+#[derive(Clone, Default)]
+pub struct MemoryTrip(Arc<AtomicBool>);
+
+impl MemoryTrip {
+    /// True once the heap limit stopped the program.
+    pub fn tripped(&self) -> bool {
+        self.0.load(Ordering::Acquire)
+    }
+}
+
+/// Sets this program's heap limit on an already created runtime and arms the callback
+/// that stops the program when the heap nears it.
+pub fn set_heap_limit(runtime: &mut JsRuntime, limit_bytes: u64) -> MemoryTrip {
+    let limit = usize::try_from(limit_bytes).unwrap_or(usize::MAX);
+    // `remove_near_heap_limit_callback(limit)` is the engine-neutral way to (re)set the
+    // limit of a live isolate; it needs a registered callback to remove.
+    runtime.add_near_heap_limit_callback(|current, _| current);
+    runtime.remove_near_heap_limit_callback(limit);
+    let trip = MemoryTrip::default();
+    let flag = Arc::clone(&trip.0);
+    let isolate = runtime.v8_isolate().thread_safe_handle();
+    runtime.add_near_heap_limit_callback(move |current, _initial| {
+        flag.store(true, Ordering::Release);
+        isolate.terminate_execution();
+        // Give the engine room to unwind the terminated script instead of aborting.
+        current.saturating_add(current / 2)
+    });
+    trip
+}
+
+/// The process's private writable memory right now (`VmData`), in bytes.
+pub fn current_data_bytes() -> std::io::Result<u64> {
+    let status = std::fs::read_to_string("/proc/self/status")?;
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmData:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+        .map(|kb| kb * 1024)
+        .ok_or_else(|| std::io::Error::other("VmData missing from /proc/self/status"))
+}
+
+/// The `RLIMIT_DATA` value for a program: what the process used before the program,
+/// plus the heap limit, plus headroom.
+pub fn os_backstop_bytes(base_data_bytes: u64, heap_limit_bytes: u64) -> u64 {
+    base_data_bytes.saturating_add(heap_limit_bytes.saturating_add(heap_limit_bytes / 2)).saturating_add(OS_HEADROOM_BYTES)
+}
+
+/// Caps the process's data segment (heap, anonymous mappings) at `bytes`.
+pub fn apply_os_backstop(bytes: u64) -> nix::Result<()> {
+    nix::sys::resource::setrlimit(nix::sys::resource::Resource::RLIMIT_DATA, bytes, bytes)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn backstop_is_base_plus_one_and_a_half_limits_plus_headroom() {
+        assert_eq!(os_backstop_bytes(10, 100), 10 + 150 + OS_HEADROOM_BYTES);
+        assert_eq!(os_backstop_bytes(u64::MAX, 1), u64::MAX);
+    }
+
+    #[test]
+    fn reads_vmdata() {
+        #[allow(clippy::unwrap_used)]
+        let bytes = current_data_bytes().unwrap();
+        assert!(bytes > 0);
+    }
+}
