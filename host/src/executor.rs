@@ -28,7 +28,11 @@ use crate::catalog::{CallContext, Catalog};
 use crate::launcher::{LaunchError, LaunchMode, Launcher};
 use crate::limits::{LimitError, Limits};
 use crate::outcome::{Outcome, OutcomeKind};
-use crate::worker_process::WorkerProcess;
+use crate::worker_process::{ExitStatus, WorkerProcess};
+
+/// The worker's exit code when its step watchdog ended a program that ignored
+/// termination (see `sandbox_worker::EXIT_CPU_LIMIT`).
+pub const WORKER_EXIT_CPU_LIMIT: i32 = 72;
 
 /// Why an executor could not be built.
 #[derive(Debug, thiserror::Error)]
@@ -186,6 +190,7 @@ impl Executor {
             Ended::WallClock => OutcomeKind::WallClockLimit { limit_ms: millis(limits.wall_clock) },
             Ended::Cancelled => OutcomeKind::Error { name: "Cancelled".into(), message: "the program was cancelled".into(), stack: None, line: None, column: None },
             Ended::Broken(reason) => OutcomeKind::WorkerCrash { reason },
+            Ended::Disconnected(_) if matches!(status, Ok(ExitStatus::Code(WORKER_EXIT_CPU_LIMIT))) => OutcomeKind::CpuLimit { limit_ms: millis(limits.cpu_step) },
             Ended::Disconnected(detail) => OutcomeKind::WorkerCrash {
                 reason: match status {
                     Ok(status) => format!("the worker ended with {status} before reporting an outcome ({detail})"),

@@ -19,6 +19,9 @@ pub const ENGINE_NAME: &str = if cfg!(feature = "v8") { "v8" } else { "quickjs" 
 /// The script name under which programs are compiled; their stack frames show it.
 pub const PROGRAM_NAME: &str = "program.js";
 
+/// The engine's JavaScript stack, in KiB (V8's flag; QuickJS honours it too).
+const STACK_FLAG: &str = "--stack-size=4096";
+
 const BOOTSTRAP_JS: &str = include_str!("js/bootstrap.js");
 
 /// Why the engine could not be prepared.
@@ -66,6 +69,9 @@ impl Engine {
     /// Creates and bootstraps a runtime. `heap_limit_bytes` is the isolate's initial
     /// heap limit (each program sets its own before it runs).
     pub fn new(heap_limit_bytes: Option<u64>) -> Result<Self, EngineError> {
+        // QuickJS's default 1 MiB of JS stack stops recursion at about a thousand frames;
+        // the worker's main thread has 8 MiB, so give the engine 4 MiB of it.
+        v8::V8::set_flags_from_string(STACK_FLAG);
         let create_params = heap_limit_bytes
             .map(|limit| v8::CreateParams::default().heap_limits(0, usize::try_from(limit).unwrap_or(usize::MAX)));
         let mut runtime = JsRuntime::try_new(RuntimeOptions {
@@ -100,9 +106,11 @@ impl Engine {
     }
 }
 
-/// The prefix length of the body form, used to map line-1 columns back.
-pub fn body_prefix_len() -> usize {
-    wrap("", ProgramForm::Body).1
+impl ProgramForm {
+    /// Length of the wrapper's text before the program on line 1.
+    pub fn line1_prefix(self) -> usize {
+        wrap("", self).1
+    }
 }
 
 /// Converts deno_core's error into the protocol's, mapping positions back to the
@@ -119,15 +127,23 @@ pub fn failure_from_js_error(error: &deno_core::error::JsError, line1_prefix: us
     });
     let message = match &error.message {
         Some(m) => m.clone(),
-        None => error.exception_message.strip_prefix("Uncaught ").unwrap_or(&error.exception_message).to_string(),
+        None => {
+            let m = error.exception_message.strip_prefix("Uncaught ").unwrap_or(&error.exception_message);
+            m.strip_prefix("(in promise) ").unwrap_or(m).to_string()
+        }
     };
     JsFailure {
         name: error.name.clone().unwrap_or_default(),
         message,
-        stack: error.stack.as_deref().map(|s| fix_line1_columns(s, line1_prefix)),
+        stack: error.stack.as_deref().map(|s| fix_line1_columns(&without_internal_frames(s), line1_prefix)),
         line,
         column,
     }
+}
+
+/// Drops stack frames of codemode's own bootstrap: the program's author cannot act on them.
+fn without_internal_frames(stack: &str) -> String {
+    stack.lines().filter(|l| !(l.trim_start().starts_with("at ") && l.contains("codemode:"))).collect::<Vec<_>>().join("\n")
 }
 
 /// Rewrites `program.js:1:C` positions in a stack trace to the program's own columns.
@@ -157,6 +173,12 @@ mod tests {
     fn line1_columns_lose_the_prefix_other_lines_keep_theirs() {
         let stack = "Error: x\n    at f (program.js:1:40)\n    at program.js:3:7\n    at program.js:1:2";
         assert_eq!(fix_line1_columns(stack, 25), "Error: x\n    at f (program.js:1:15)\n    at program.js:3:7\n    at program.js:1:1");
+    }
+
+    #[test]
+    fn internal_frames_are_dropped() {
+        let stack = "Error: x\n    at onFailure (codemode:bootstrap:134:46)\n    at async program.js:1:8\n    at async drive (codemode:bootstrap:220:17)";
+        assert_eq!(without_internal_frames(stack), "Error: x\n    at async program.js:1:8");
     }
 
     #[test]

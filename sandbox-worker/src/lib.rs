@@ -26,6 +26,10 @@ use protocol::{HostToWorker, WorkerChannel, MAX_FRAME_BYTES};
 pub const EXIT_HOST_GONE: i32 = 70;
 /// Exit code when the worker could not set itself up.
 pub const EXIT_SETUP_FAILED: i32 = 71;
+/// Exit code when the step watchdog had to end a program that ignored termination
+/// (blocked outside JavaScript); the host reports it as the CPU limit.
+/// Must match `codemode::executor::WORKER_EXIT_CPU_LIMIT`.
+pub const EXIT_CPU_LIMIT: i32 = 72;
 
 /// Ends the process at once, without unwinding or running destructors: the runtime's
 /// teardown is wasted work for a process whose memory the kernel reclaims anyway.

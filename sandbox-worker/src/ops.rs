@@ -63,6 +63,8 @@ pub struct ProgramSpec {
     pub catalog: Vec<PluginTools>,
     /// True when the program is one expression (whose function value is called with `tools`).
     pub expression: bool,
+    /// Length of the wrapper's text before the program on line 1 (for stack positions).
+    pub line1_prefix: usize,
 }
 
 /// The registered driver function of `bootstrap.js`.
@@ -121,11 +123,14 @@ pub fn op_codemode_console(state: &mut OpState, level: u32, #[string] text: Stri
         while !text.is_char_boundary(cut) {
             cut -= 1;
         }
-        if cut > 0 {
+        let kept = if cut > 0 {
             link.send(&WorkerToHost::Console { level, text: text[..cut].to_string() });
-        }
+            cut as u64 + 1
+        } else {
+            0
+        };
         link.console_left.set(0);
-        link.console_dropped.set(link.console_dropped.get() + cost - cut as u64);
+        link.console_dropped.set(link.console_dropped.get() + cost - kept);
     }
 }
 

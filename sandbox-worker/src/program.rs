@@ -17,7 +17,7 @@ use deno_core::PollEventLoopOptions;
 use protocol::{HostToWorker, JsFailure, StartProgram, WorkerChannel, WorkerOutcome, WorkerToHost};
 use serde_json::value::RawValue;
 
-use crate::engine::{body_prefix_len, failure_from_js_error, Engine, ProgramForm};
+use crate::engine::{failure_from_js_error, Engine, ProgramForm};
 use crate::memory::{self, MemoryTrip};
 use crate::ops::{Driver, Finish, HostLink, ProgramSpec};
 use crate::step_clock::StepClock;
@@ -44,7 +44,8 @@ pub fn run(engine: &mut Engine, channel: WorkerChannel, start: StartProgram, bas
         Ok(compiled) => compiled,
         Err(failure) => finish(&link, WorkerOutcome::Threw(failure)),
     };
-    engine.runtime.op_state().borrow_mut().put(ProgramSpec { catalog: start.catalog, expression: form == ProgramForm::Expression });
+    let spec = ProgramSpec { catalog: start.catalog, expression: form == ProgramForm::Expression, line1_prefix: form.line1_prefix() };
+    engine.runtime.op_state().borrow_mut().put(spec);
 
     let clock = StepClock::start(Duration::from_millis(limits.cpu_step_ms));
     if let Err(e) = clock.spawn_watchdog(engine.runtime.v8_isolate().thread_safe_handle()) {
@@ -135,7 +136,7 @@ fn classify(
         Err(error) => match error.0.as_ref() {
             CoreErrorKind::PendingPromiseResolution => WorkerOutcome::Stuck,
             CoreErrorKind::Js(js) if is_out_of_memory(js) => WorkerOutcome::MemoryLimit,
-            CoreErrorKind::Js(js) => WorkerOutcome::Threw(failure_from_js_error(js, body_prefix_len())),
+            CoreErrorKind::Js(js) => WorkerOutcome::Threw(failure_from_js_error(js, ProgramForm::Body.line1_prefix())),
             other => WorkerOutcome::Threw(JsFailure {
                 name: "Error".into(),
                 message: other.to_string(),

@@ -14,6 +14,9 @@ use std::time::{Duration, Instant};
 
 use deno_core::v8::IsolateHandle;
 
+/// How long the watchdog waits for a terminated program to end by itself.
+const TERMINATION_GRACE: Duration = Duration::from_millis(250);
+
 /// Running time of the current step, shared between the program thread and the watchdog.
 pub struct StepClock {
     limit: Duration,
@@ -87,7 +90,11 @@ impl StepClock {
             if used >= clock.limit {
                 clock.tripped.store(true, Ordering::Release);
                 isolate.terminate_execution();
-                return;
+                // Termination takes effect at the engine's next check. A thread blocked
+                // outside JavaScript (in `Atomics.wait`) never gets there: after a grace
+                // period, end the process with the exit code the host reads as this limit.
+                std::thread::sleep(TERMINATION_GRACE);
+                crate::exit_now(crate::EXIT_CPU_LIMIT);
             }
             // Running time cannot grow faster than wall time: sleep until the earliest
             // moment the limit could be reached, then look again.

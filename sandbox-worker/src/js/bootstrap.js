@@ -36,6 +36,7 @@
   const ArrayPrototypeSlice = Array.prototype.slice;
   const StringPrototypeReplace = String.prototype.replace;
   const MathMin = Math.min;
+  const MathMax = Math.max;
   const StringCtor = String;
   const ErrorCtor = Error;
   const TypeErrorCtor = TypeError;
@@ -43,12 +44,19 @@
   const SetCtor = Set;
   const SetHas = Set.prototype.has;
   const SetAdd = Set.prototype.add;
-  const MapCtor = Map;
-  const MapGet = Map.prototype.get;
-  const MapSet = Map.prototype.set;
-  const MapHas = Map.prototype.has;
-  const FunctionToString = Function.prototype.toString;
-  const ErrorStackDescriptor = (e) => { try { return e.stack; } catch { return undefined; } };
+  const StringPrototypeSplit = String.prototype.split;
+  const StringPrototypeIncludes = String.prototype.includes;
+  const ArrayPrototypeFilter = Array.prototype.filter;
+  const SetDelete = Set.prototype.delete;
+  const RegExpPrototypeExec = RegExp.prototype.exec;
+  let line1Prefix = 0;
+  // A stack as the program's author reads it: no bootstrap frames, line-1 columns
+  // without the wrapper's prefix.
+  const cleanStack = (stack) => {
+    const lines = call(ArrayPrototypeFilter, call(StringPrototypeSplit, stack, "\n"), (l) => !call(StringPrototypeIncludes, l, "codemode:"));
+    return call(ArrayPrototypeJoin, call(ArrayPrototypeMap, lines, (l) => call(StringPrototypeReplace, l, /program\.js:1:(\d+)/g, (_, c) => `program.js:1:${MathMax(1, c - line1Prefix)}`)), "\n");
+  };
+  const errorStack = (e) => { try { const s = e.stack; return typeof s === "string" ? cleanStack(s) : undefined; } catch { return undefined; } };
 
   const call = (fn, self, ...args) => ReflectApply(fn, self, args);
 
@@ -63,7 +71,7 @@
       case "function": return `[Function ${value.name || "(anonymous)"}]`;
     }
     if (value === null) return "null";
-    if (value instanceof ErrorCtor) return ErrorStackDescriptor(value) || `${value.name}: ${value.message}`;
+    if (value instanceof ErrorCtor) return errorStack(value) || `${value.name}: ${value.message}`;
     if (call(SetHas, seen, value)) return "[Circular]";
     if (depth > 6) return ArrayIsArray(value) ? "[Array]" : "[Object]";
     call(SetAdd, seen, value);
@@ -83,7 +91,7 @@
     } catch (e) {
       return "[Uninspectable]";
     } finally {
-      seen.delete(value);
+      call(SetDelete, seen, value);
     }
   }
   function writer(level) {
@@ -116,8 +124,14 @@
     }
     return prev[b.length];
   }
+  // Candidates nearest to `wanted`; a "plugin.tool" pair scores plugin and tool apart.
+  function distance(a, b) {
+    const pa = call(StringPrototypeSplit, a, "."), pb = call(StringPrototypeSplit, b, ".");
+    if (pa.length === 2 && pb.length === 2) return editDistance(pa[0], pb[0]) + editDistance(pa[1], pb[1]);
+    return editDistance(a, b);
+  }
   function closest(wanted, candidates) {
-    const scored = call(ArrayPrototypeMap, candidates, (c) => [editDistance(wanted.toLowerCase(), c.toLowerCase()), c]);
+    const scored = call(ArrayPrototypeMap, candidates, (c) => [distance(wanted.toLowerCase(), c.toLowerCase()), c]);
     call(ArrayPrototypeSort, scored, (x, y) => x[0] - y[0] || (x[1] < y[1] ? -1 : 1));
     return call(ArrayPrototypeMap, call(ArrayPrototypeSlice, scored, 0, 3), (s) => s[1]);
   }
@@ -214,7 +228,8 @@
   // ----------------------------------------------------------------- driver
   // Called from Rust with the compiled program (a function of `tools`).
   async function drive(program) {
-    const { catalog, expression } = opProgram();
+    const { catalog, expression, line1_prefix } = opProgram();
+    line1Prefix = line1_prefix;
     const tools = buildTools(catalog);
     ObjectDefineProperty(globalThis, "tools", { value: tools, enumerable: false, configurable: false, writable: false });
     let value = await program(tools);

@@ -1,0 +1,57 @@
+//! `codemode run` as people and scripts use it: the agent's text, `--json`, exit codes.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::io::Write;
+use std::process::{Command, Stdio};
+
+fn codemode(args: &[&str], stdin: &str) -> (i32, String, String) {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_codemode"))
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child.stdin.take().unwrap().write_all(stdin.as_bytes()).unwrap();
+    let out = child.wait_with_output().unwrap();
+    (out.status.code().unwrap_or(-1), String::from_utf8_lossy(&out.stdout).into_owned(), String::from_utf8_lossy(&out.stderr).into_owned())
+}
+
+#[test]
+fn run_prints_what_the_agent_reads() {
+    let (code, out, err) = codemode(&["run", "--example-tools", "-"], "async (tools) => (await tools.math.add({ a: 1, b: 2 }))");
+    assert_eq!((code, out.as_str(), err.as_str()), (0, "3\n", ""));
+    let (code, out, _) = codemode(&["run", "--example-tools", "-"], "console.log('hi'); return { a: [1, 'x'] }");
+    assert_eq!((code, out.as_str()), (0, "{\"a\":[1,\"x\"]}\n\nConsole output:\nhi\n"));
+}
+
+#[test]
+fn run_reads_a_file() {
+    let path = std::env::temp_dir().join(format!("codemode-cli-{}.js", std::process::id()));
+    std::fs::write(&path, "return 'from a file'").unwrap();
+    let (code, out, _) = codemode(&["run", path.to_str().unwrap()], "");
+    std::fs::remove_file(&path).unwrap();
+    assert_eq!((code, out.as_str()), (0, "from a file\n"));
+    let (code, _, err) = codemode(&["run", "/nonexistent/program.js"], "");
+    assert_eq!(code, 4);
+    assert!(err.contains("reading the program /nonexistent/program.js"), "{err}");
+}
+
+#[test]
+fn json_prints_the_structured_outcome() {
+    let (code, out2, _) = codemode(&["run", "--json", "--cpu-step-ms", "200", "-"], "while (true) {}");
+    assert_eq!(code, 3);
+    let v: serde_json::Value = serde_json::from_str(&out2).unwrap();
+    assert_eq!(v["kind"], "cpu_limit");
+    assert_eq!(v["limit_ms"], 200);
+}
+
+#[test]
+fn exit_codes_tell_ok_error_and_limit_apart() {
+    assert_eq!(codemode(&["run", "-"], "return 1").0, 0);
+    assert_eq!(codemode(&["run", "-"], "throw new Error('x')").0, 1);
+    assert_eq!(codemode(&["run", "-"], "await new Promise(() => {})").0, 1);
+    assert_eq!(codemode(&["run", "--memory-mib", "32", "-"], "const a = []; while (true) a.push(new Array(1e5).fill(1))").0, 3);
+    assert_eq!(codemode(&["run", "--worker", "/nonexistent/worker", "-"], "1").0, 4);
+    assert_eq!(codemode(&["run"], "").0, 2);
+}

@@ -1,0 +1,102 @@
+//! Shared fixtures for the host's integration tests: a catalog of test tools and
+//! helpers to build executors against the real worker binary.
+#![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
+
+use std::time::Duration;
+
+use codemode::{Catalog, Content, Executor, LaunchMode, Limits, Outcome, OutcomeKind, Tool, ToolDefinition, ToolResult};
+use serde_json::{json, Value};
+
+pub fn def(name: &str, output_schema: Option<Value>) -> ToolDefinition {
+    ToolDefinition { name: name.into(), description: format!("test tool {name}"), input_schema: json!({"type": "object"}), output_schema }
+}
+
+/// Tools that exercise every result shape and timing the tests need.
+pub fn test_catalog() -> Catalog {
+    let mut c = Catalog::new();
+    c.add("math", Tool::from_fn(def("add", None), |i, _| async move { ToolResult::text((i["a"].as_i64().unwrap_or(0) + i["b"].as_i64().unwrap_or(0)).to_string()) })).unwrap();
+    c.add("echo", Tool::from_fn(def("echo", None), |i, _| async move { ToolResult::json(i) })).unwrap();
+    c.add("echo", Tool::from_fn(def("structured", Some(json!({"type": "object"}))), |i, _| async move { ToolResult::json(json!({ "got": i })) })).unwrap();
+    c.add(
+        "echo",
+        Tool::from_fn(def("picture", None), |_, _| async move {
+            ToolResult {
+                content: vec![Content::Text { text: "a red dot".into() }, Content::Image { data: "iVBORw0KGgo=".into(), mime_type: "image/png".into() }],
+                ..Default::default()
+            }
+        }),
+    )
+    .unwrap();
+    c.add("echo", Tool::from_fn(def("fail", None), |i, _| async move { ToolResult::error(format!("no such city: {}", i["city"].as_str().unwrap_or("?"))) })).unwrap();
+    c.add(
+        "echo",
+        Tool::from_fn(def("panic", None), |_, _| async move {
+            if true {
+                panic!("tool bug");
+            }
+            ToolResult::text("unreachable")
+        }),
+    )
+    .unwrap();
+    c.add(
+        "slow",
+        Tool::from_fn(def("wait", None), |i, ctx| async move {
+            let ms = i["ms"].as_u64().unwrap_or(200);
+            tokio::select! {
+                () = tokio::time::sleep(Duration::from_millis(ms)) => ToolResult::text(format!("waited {ms}")),
+                () = ctx.cancel.cancelled() => ToolResult::error("cancelled"),
+            }
+        }),
+    )
+    .unwrap();
+    c.add("my-db", Tool::from_fn(def("search-rows", None), |i, _| async move { ToolResult::text(format!("rows for {}", i["q"].as_str().unwrap_or(""))) })).unwrap();
+    c
+}
+
+pub async fn executor_with(mode: LaunchMode, limits: Limits, catalog: Catalog) -> Executor {
+    Executor::builder().launch_mode(mode).limits(limits).catalog(catalog).build().await.expect("executor starts (is sandbox-worker built? scripts/test builds it)")
+}
+
+pub async fn executor() -> Executor {
+    executor_with(LaunchMode::Template, Limits::default(), test_catalog()).await
+}
+
+pub fn ok_value(outcome: &Outcome) -> Value {
+    match &outcome.kind {
+        OutcomeKind::Ok { value } => value.as_deref().map(|v| serde_json::from_str(v).unwrap()).unwrap_or(Value::Null),
+        other => panic!("expected ok, got {other:?}\nconsole: {}", outcome.console),
+    }
+}
+
+pub fn error_of(outcome: &Outcome) -> (String, String) {
+    match &outcome.kind {
+        OutcomeKind::Error { name, message, .. } => (name.clone(), message.clone()),
+        other => panic!("expected an error, got {other:?}"),
+    }
+}
+
+/// Asserts that the executor still runs a normal program correctly.
+pub async fn assert_healthy(executor: &Executor) {
+    let outcome = executor.run("return await tools.math.add({ a: 20, b: 22 })").await;
+    assert_eq!(outcome.agent_text(), "42", "the executor is unhealthy after the previous program: {outcome:?}");
+}
+
+/// Processes whose parent is this test process, other than `except`.
+pub fn child_pids(except: Option<i32>) -> Vec<i32> {
+    let me = std::process::id().to_string();
+    let mut pids = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(pid) = entry.file_name().to_string_lossy().parse::<i32>() else { continue };
+        let Ok(status) = std::fs::read_to_string(format!("/proc/{pid}/status")) else { continue };
+        let ppid = status.lines().find_map(|l| l.strip_prefix("PPid:")).map(|v| v.trim().to_string());
+        if ppid.as_deref() == Some(me.as_str()) && Some(pid) != except {
+            pids.push(pid);
+        }
+    }
+    pids
+}
+
+/// Open descriptors of this process.
+pub fn open_fds() -> usize {
+    std::fs::read_dir("/proc/self/fd").unwrap().count()
+}

@@ -1,0 +1,233 @@
+//! What a program can do: both forms, the global scope, tools and their results,
+//! aliases, rejections, concurrency, errors and serialisation. Runs the real worker.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use std::time::{Duration, Instant};
+
+use codemode::{LaunchMode, Limits, OutcomeKind};
+use common::*;
+use serde_json::json;
+
+#[tokio::test]
+async fn body_form_from_the_mission() {
+    let ex = executor_with(LaunchMode::Template, Limits::default(), codemode::examples::example_catalog()).await;
+    let outcome = ex
+        .run(r#"const [a, b] = await Promise.all([tools.weather.forecast({ city: "Oslo" }), tools.weather.forecast({ city: "Rome" })]); console.log("both answered"); return { oslo: a, rome: b };"#)
+        .await;
+    let value = ok_value(&outcome);
+    assert_eq!(value["oslo"]["city"], "Oslo");
+    assert_eq!(value["rome"]["city"], "Rome");
+    assert!(value["oslo"]["high_c"].is_number(), "forecast has an outputSchema, so the call resolves to structuredContent: {value}");
+    assert_eq!(outcome.console, "both answered\n");
+    assert_eq!(outcome.tool_calls, 2);
+}
+
+#[tokio::test]
+async fn expression_form_is_called_with_tools() {
+    let ex = executor().await;
+    let outcome = ex.run("async (tools) => (await tools.math.add({ a: 1, b: 2 }))").await;
+    assert_eq!(outcome.kind, OutcomeKind::Ok { value: Some("\"3\"".into()) });
+    assert_eq!(outcome.agent_text(), "3");
+    // A plain expression is its own value; a body's last expression is not returned.
+    assert_eq!(ok_value(&ex.run("[1, 2].map((x) => x * 2)").await), json!([2, 4]));
+    assert_eq!(ex.run("const x = 1; x + 1;").await.kind, OutcomeKind::Ok { value: None });
+    // In the body form a returned function is an error, not a call.
+    let (name, message) = error_of(&ex.run("return () => 1").await);
+    assert_eq!((name.as_str(), message.as_str()), ("TypeError", "the program returned a function; return data (an object, array, string, number, boolean or null) instead"));
+}
+
+#[tokio::test]
+async fn global_scope_is_the_language_tools_and_console_only() {
+    let ex = executor().await;
+    let value = ok_value(&ex.run("return Reflect.ownKeys(globalThis).map(String).sort()").await);
+    let mut expected = vec![
+        "AggregateError", "Array", "ArrayBuffer", "AsyncDisposableStack", "Atomics", "BigInt", "BigInt64Array", "BigUint64Array", "Boolean",
+        "DataView", "Date", "DisposableStack", "Error", "EvalError", "FinalizationRegistry", "Float16Array", "Float32Array", "Float64Array",
+        "Function", "Infinity", "Int16Array", "Int32Array", "Int8Array", "Intl", "Iterator", "JSON", "Map", "Math", "NaN", "Number", "Object",
+        "Promise", "Proxy", "RangeError", "ReferenceError", "Reflect", "RegExp", "Set", "SharedArrayBuffer", "String", "SuppressedError",
+        "Symbol", "SyntaxError", "Temporal", "TypeError", "URIError", "Uint16Array", "Uint32Array", "Uint8Array", "Uint8ClampedArray",
+        "WeakMap", "WeakRef", "WeakSet", "console", "decodeURI", "decodeURIComponent", "encodeURI", "encodeURIComponent", "escape", "eval",
+        "globalThis", "isFinite", "isNaN", "parseFloat", "parseInt", "tools", "undefined", "unescape",
+    ];
+    expected.sort();
+    assert_eq!(value, json!(expected));
+    let probes = ok_value(
+        &ex.run(
+            "return [typeof Deno, typeof require, typeof setTimeout, typeof setInterval, typeof queueMicrotask, typeof fetch, \
+             typeof WebAssembly, typeof process, typeof __bootstrap, typeof performance, typeof gc, \
+             Object.getPrototypeOf(globalThis) === Object.prototype]",
+        )
+        .await,
+    );
+    assert_eq!(probes, json!(["undefined", "undefined", "undefined", "undefined", "undefined", "undefined", "undefined", "undefined", "undefined", "undefined", "undefined", true]));
+    let (name, _) = error_of(&ex.run("await import('data:text/javascript,export default 1')").await);
+    assert!(!name.is_empty(), "dynamic import must fail");
+}
+
+#[tokio::test]
+async fn names_with_other_characters_are_reachable_with_underscores() {
+    let ex = executor().await;
+    let value = ok_value(&ex.run(r#"return [await tools.my_db.search_rows({ q: "a" }), await tools["my-db"]["search-rows"]({ q: "b" }), Object.keys(tools.my_db)]"#).await);
+    assert_eq!(value, json!(["rows for a", "rows for b", ["search-rows"]]));
+}
+
+#[tokio::test]
+async fn results_resolve_to_structured_content_text_or_the_content_list() {
+    let ex = executor().await;
+    let value = ok_value(&ex.run(r#"return [await tools.echo.structured({ x: 1 }), await tools.echo.echo({ x: 1 }), await tools.echo.picture({})]"#).await);
+    assert_eq!(
+        value,
+        json!([
+            { "got": { "x": 1 } },
+            "{\"x\":1}",
+            [{ "type": "text", "text": "a red dot" }, { "type": "image", "data": "iVBORw0KGgo=", "mimeType": "image/png" }]
+        ])
+    );
+}
+
+#[tokio::test]
+async fn a_failed_call_rejects_with_an_error_carrying_the_tool_text() {
+    let ex = executor().await;
+    let value = ok_value(
+        &ex.run(r#"try { await tools.echo.fail({ city: "Atlantis" }); return "resolved"; } catch (e) { return [e instanceof Error, e.message]; }"#).await,
+    );
+    assert_eq!(value, json!([true, "no such city: Atlantis"]));
+    let outcome = ex.run(r#"await tools.echo.fail({ city: "Nowhere" })"#).await;
+    assert_eq!(error_of(&outcome), ("Error".into(), "no such city: Nowhere".into()));
+    assert_eq!(ok_value(&ex.run("try { await tools.echo.panic({}) } catch (e) { return e.message }").await), json!("tool echo.panic crashed"));
+    assert_healthy(&ex).await;
+}
+
+#[tokio::test]
+async fn unknown_tools_reject_naming_the_closest_ones() {
+    let ex = executor().await;
+    let msg = |code: &'static str| {
+        let ex = &ex;
+        async move { ok_value(&ex.run(code).await) }
+    };
+    assert_eq!(msg("try { await tools.math.ad({}) } catch (e) { return e.message }").await, json!("Unknown tool tools.math.ad. Did you mean tools.math.add?"));
+    let message = msg("try { await tools.mth.add({}) } catch (e) { return e.message }").await;
+    assert!(
+        message.as_str().unwrap().starts_with("Unknown tool tools.mth.add: there is no plugin mth. Did you mean tools.math.add, "),
+        "{message}"
+    );
+    // Protocol lookups must not look like tools: awaiting a plugin object works.
+    assert_eq!(msg("const m = await tools.math; return typeof m.then").await, json!("undefined"));
+}
+
+#[tokio::test]
+async fn inputs_that_are_not_json_reject_before_reaching_the_host() {
+    let ex = executor().await;
+    let value = ok_value(&ex.run("const a = {}; a.a = a; try { await tools.echo.echo(a) } catch (e) { return [e.name, e.message.startsWith('tools.echo.echo: the input cannot be sent as JSON')] }").await);
+    assert_eq!(value, json!(["TypeError", true]));
+    let outcome = ex.run("return await tools.echo.echo()").await;
+    assert_eq!(ok_value(&outcome), json!("{}"), "a missing input is an empty object");
+}
+
+#[tokio::test]
+async fn calls_made_together_run_together() {
+    let ex = executor().await;
+    let started = Instant::now();
+    let outcome = ex.run("return (await Promise.all(Array.from({ length: 10 }, () => tools.slow.wait({ ms: 200 })))).length").await;
+    let took = started.elapsed();
+    assert_eq!(ok_value(&outcome), json!(10));
+    assert_eq!(outcome.tool_calls, 10);
+    assert!(took < Duration::from_millis(1500), "10 concurrent 200 ms calls took {took:?}; they ran one after another");
+}
+
+#[tokio::test]
+async fn syntax_errors_name_line_and_column() {
+    let ex = executor().await;
+    match ex.run("const a = 1;\nconst b = ;\nreturn a").await.kind {
+        OutcomeKind::Error { name, line, column, .. } => {
+            assert_eq!(name, "SyntaxError");
+            assert_eq!((line, column), (Some(2), Some(11)));
+        }
+        other => panic!("{other:?}"),
+    }
+    match ex.run("return )").await.kind {
+        OutcomeKind::Error { name, line, column, .. } => {
+            assert_eq!(name, "SyntaxError");
+            assert_eq!((line, column), (Some(1), Some(8)), "line-1 columns are the program's own, not the wrapper's");
+        }
+        other => panic!("{other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn thrown_errors_keep_their_name_message_and_program_stack() {
+    let ex = executor().await;
+    let outcome = ex.run("function inner() { throw new TypeError('bad input') }\nfunction outer() { inner() }\nouter()").await;
+    match &outcome.kind {
+        OutcomeKind::Error { name, message, stack, line, .. } => {
+            assert_eq!((name.as_str(), message.as_str(), *line), ("TypeError", "bad input", Some(1)));
+            let stack = stack.as_deref().unwrap_or_default();
+            assert!(stack.contains("at inner (program.js:1:"), "{stack}");
+            assert!(stack.contains("at outer (program.js:2:"), "{stack}");
+            assert!(!stack.contains("codemode:"), "internal frames leak into the stack: {stack}");
+        }
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(error_of(&ex.run("throw 'boom'").await), (String::new(), "boom".into()));
+}
+
+#[tokio::test]
+async fn unserialisable_results_get_a_clear_error() {
+    let ex = executor().await;
+    let cases = [
+        ("const a = {}; a.self = a; return a", "the returned value cannot be written as JSON: circular reference"),
+        ("return { n: 10n }", "the returned value cannot be written as JSON: BigInt are forbidden in JSON.stringify"),
+        ("return { f() {} }", "the returned value cannot be written as JSON: a function at key \"f\" cannot be written as JSON"),
+        ("return Symbol('s')", "the program returned a symbol; return data instead"),
+    ];
+    for (code, expected) in cases {
+        assert_eq!(error_of(&ex.run(code).await), ("TypeError".into(), expected.into()), "{code}");
+    }
+    assert_healthy(&ex).await;
+}
+
+#[tokio::test]
+async fn console_methods_are_kept_in_order_with_levels() {
+    let ex = executor().await;
+    let outcome = ex.run("console.log('a', 1, { b: [true, null] }); console.warn('careful'); console.error(new Error('bad')); console.info('i'); console.debug('d'); return 'done'").await;
+    assert_eq!(outcome.agent_text(), "done\n\nConsole output:\na 1 { b: [ true, null ] }\n[warn] careful\n[error] Error: bad\n    at program.js:1:82\ni\nd");
+}
+
+#[tokio::test]
+async fn each_program_gets_a_fresh_runtime() {
+    let ex = executor().await;
+    assert_eq!(ok_value(&ex.run("globalThis.leak = 42; Array.prototype.evil = 1; return 1").await), json!(1));
+    assert_eq!(ok_value(&ex.run("return [typeof leak, [].evil]").await), json!(["undefined", null]));
+}
+
+#[tokio::test]
+async fn the_spawn_path_runs_the_same_programs() {
+    let ex = executor_with(LaunchMode::Spawn, Limits::default(), codemode::examples::example_catalog()).await;
+    assert_eq!(ex.launch_mode(), LaunchMode::Spawn);
+    assert!(ex.template_pid().await.is_none());
+    let outcome = ex.run(r#"const [a, b] = await Promise.all([tools.weather.forecast({ city: "Oslo" }), tools.weather.forecast({ city: "Rome" })]); console.log("both answered"); return { oslo: a.city, rome: b.city };"#).await;
+    assert_eq!(outcome.agent_text(), "{\"oslo\":\"Oslo\",\"rome\":\"Rome\"}\n\nConsole output:\nboth answered");
+    assert_eq!(ex.run("async (tools) => (await tools.math.add({ a: 1, b: 2 }))").await.agent_text(), "3");
+    let limits = Limits::default().with_cpu_step(Duration::from_millis(300));
+    assert_eq!(ex.run_with_limits("while (true) {}", limits).await.kind, OutcomeKind::CpuLimit { limit_ms: 300 });
+    let limits = Limits::default().with_memory_bytes(64 * codemode::limits::MIB);
+    assert_eq!(ex.run_with_limits("const a = []; while (true) a.push(new Array(1e5).fill(1));", limits).await.kind, OutcomeKind::MemoryLimit { limit_bytes: 64 << 20 });
+}
+
+#[tokio::test]
+async fn auto_mode_picks_the_template_for_quickjs() {
+    let ex = executor_with(LaunchMode::Auto, Limits::default(), test_catalog()).await;
+    assert_eq!(ex.launch_mode(), LaunchMode::Template);
+    assert_healthy(&ex).await;
+}
+
+#[tokio::test]
+async fn the_catalog_can_change_between_programs() {
+    let ex = executor().await;
+    let mut catalog = test_catalog();
+    catalog.add("extra", codemode::Tool::from_fn(def("hello", None), |_, _| async { codemode::ToolResult::text("hi") })).unwrap();
+    ex.set_catalog(catalog);
+    assert_eq!(ok_value(&ex.run("return await tools.extra.hello()").await), json!("hi"));
+}
