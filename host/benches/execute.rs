@@ -1,1 +1,87 @@
-fn main() {}
+//! `cargo bench -p codemode --bench execute`: start-up and tool-call figures.
+//!
+//! Prints p50 and p95 of:
+//! - the whole execute of a trivial program (host API call to outcome), for the
+//!   template (fork) path and the spawn path;
+//! - the tool-call round trip with an in-process tool: measured at the host as the time
+//!   between consecutive calls of a program that awaits one call after another (answer
+//!   sent → JavaScript resolves → next call arrives);
+//! - the wall time of a program doing a 1,000-call `Promise.all`.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use codemode::{Catalog, Executor, LaunchMode, Tool, ToolDefinition, ToolResult};
+use serde_json::json;
+
+fn percentile(sorted: &[Duration], p: f64) -> Duration {
+    let idx = ((sorted.len() as f64 - 1.0) * p).round() as usize;
+    sorted[idx]
+}
+
+fn report(name: &str, mut samples: Vec<Duration>) -> Duration {
+    samples.sort();
+    let (p50, p95) = (percentile(&samples, 0.5), percentile(&samples, 0.95));
+    println!("{name:<44} n={:<6} p50 {:>10.1?}  p95 {:>10.1?}", samples.len(), p50, p95);
+    p50
+}
+
+fn catalog(arrivals: Arc<Mutex<Vec<Instant>>>) -> Catalog {
+    let def = |name: &str| ToolDefinition { name: name.into(), description: "bench".into(), input_schema: json!({"type": "object"}), output_schema: None };
+    let mut c = Catalog::new();
+    c.add("bench", Tool::from_fn(def("noop"), |_, _| async { ToolResult::text("ok") })).unwrap();
+    c.add(
+        "bench",
+        Tool::from_fn(def("stamp"), move |_, _| {
+            arrivals.lock().unwrap().push(Instant::now());
+            async { ToolResult::text("ok") }
+        }),
+    )
+    .unwrap();
+    c
+}
+
+async fn execute_samples(ex: &Executor, n: usize) -> Vec<Duration> {
+    for _ in 0..20 {
+        assert!(ex.run("return 1").await.is_ok());
+    }
+    let mut samples = Vec::with_capacity(n);
+    for _ in 0..n {
+        let t = Instant::now();
+        let outcome = ex.run("return 1").await;
+        samples.push(t.elapsed());
+        assert!(outcome.is_ok(), "{outcome:?}");
+    }
+    samples
+}
+
+fn main() {
+    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
+    rt.block_on(async {
+        let arrivals = Arc::new(Mutex::new(Vec::new()));
+        let template = Executor::builder().launch_mode(LaunchMode::Template).catalog(catalog(arrivals.clone())).build().await.unwrap();
+        let spawn = Executor::builder().launch_mode(LaunchMode::Spawn).catalog(catalog(arrivals.clone())).build().await.unwrap();
+        println!("codemode execute benchmark ({} cores)", std::thread::available_parallelism().map(|n| n.get()).unwrap_or(0));
+
+        let fork_p50 = report("execute, trivial program, template (fork)", execute_samples(&template, 500).await);
+        let spawn_p50 = report("execute, trivial program, spawn", execute_samples(&spawn, 60).await);
+        println!("{:<44} {:.1}x faster than spawn", "template start-up", spawn_p50.as_secs_f64() / fork_p50.as_secs_f64());
+
+        arrivals.lock().unwrap().clear();
+        let outcome = template.run("for (let i = 0; i < 3000; i++) await tools.bench.stamp({ i }); return 'done'").await;
+        assert!(outcome.is_ok(), "{outcome:?}");
+        let stamps = std::mem::take(&mut *arrivals.lock().unwrap());
+        let gaps: Vec<Duration> = stamps.windows(2).skip(100).map(|w| w[1] - w[0]).collect();
+        report("tool-call round trip, in-process tool", gaps);
+
+        let mut walls = Vec::new();
+        for _ in 0..30 {
+            let t = Instant::now();
+            let outcome = template.run("return (await Promise.all(Array.from({ length: 1000 }, (_, i) => tools.bench.noop({ i })))).length").await;
+            walls.push(t.elapsed());
+            assert_eq!(outcome.agent_text(), "1000");
+        }
+        report("Promise.all of 1,000 calls (whole execute)", walls);
+    });
+}

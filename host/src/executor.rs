@@ -16,19 +16,20 @@ use std::os::fd::OwnedFd;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, RwLock};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
-use protocol::channel::ToWorker;
-use protocol::{ConsoleLevel, FrameError, HostChannel, HostToWorker, StartProgram, ToolAnswer, WorkerOutcome, WorkerToHost, MAX_FRAME_BYTES};
-use tokio::sync::Mutex;
-use tokio::task::JoinSet;
+use futures::future::BoxFuture;
+use futures::stream::FuturesUnordered;
+use futures::{FutureExt, StreamExt};
+use protocol::{ConsoleLevel, HostChannel, HostToWorker, StartProgram, ToolAnswer, WorkerOutcome, WorkerToHost, MAX_FRAME_BYTES};
+use serde_json::value::RawValue;
 use tokio_util::sync::CancellationToken;
 
 use crate::catalog::{CallContext, Catalog};
 use crate::launcher::{LaunchError, LaunchMode, Launcher};
 use crate::limits::{LimitError, Limits};
 use crate::outcome::{Outcome, OutcomeKind};
-use crate::worker_process::{ExitStatus, WorkerProcess};
+use crate::worker_process::ExitStatus;
 
 /// The worker's exit code when its step watchdog ended a program that ignored
 /// termination (see `sandbox_worker::EXIT_CPU_LIMIT`).
@@ -52,9 +53,21 @@ pub struct ExecutorBuilder {
     mode: LaunchMode,
     limits: Limits,
     catalog: Catalog,
+    busy_poll: Option<Duration>,
 }
 
+/// Default busy-poll budget: long enough to catch an in-process tool's answer, short
+/// enough that a slow tool wastes little CPU.
+pub const DEFAULT_BUSY_POLL: Duration = Duration::from_micros(60);
+
 impl ExecutorBuilder {
+    /// How long host and worker busy-poll for the other side's next message before they
+    /// sleep (default [`DEFAULT_BUSY_POLL`]; zero turns it off). Waking a sleeping thread
+    /// costs tens of microseconds on small VMs, which dominates a tool call's round trip.
+    pub fn busy_poll(mut self, budget: Duration) -> Self {
+        self.busy_poll = Some(budget);
+        self
+    }
     /// The `sandbox-worker` binary (default: [`default_worker_path`]).
     pub fn worker_path(mut self, path: impl Into<PathBuf>) -> Self {
         self.worker = Some(path.into());
@@ -80,7 +93,13 @@ impl ExecutorBuilder {
         self.limits.validate()?;
         let worker = self.worker.unwrap_or_else(default_worker_path);
         let launcher = Launcher::new(worker, self.mode).await?;
-        Ok(Executor { launcher, limits: self.limits, catalog: RwLock::new(Arc::new(self.catalog)), next_program: AtomicU64::new(1) })
+        Ok(Executor {
+            launcher,
+            limits: self.limits,
+            busy_poll: self.busy_poll.unwrap_or(DEFAULT_BUSY_POLL),
+            catalog: RwLock::new(Arc::new(self.catalog)),
+            next_program: AtomicU64::new(1),
+        })
     }
 }
 
@@ -103,6 +122,7 @@ pub fn default_worker_path() -> PathBuf {
 pub struct Executor {
     launcher: Launcher,
     limits: Limits,
+    busy_poll: Duration,
     catalog: RwLock<Arc<Catalog>>,
     next_program: AtomicU64,
 }
@@ -168,9 +188,26 @@ impl Executor {
             Err(e) => return internal(started, e.to_string()),
         };
         tracing::debug!(pid = process.pid(), "worker launched");
-        let session = Session::new(catalog, limits, cancel.child_token());
-        let ended = session.serve(OwnedFd::from(host_end), code, &mut process).await;
-        session.cancel.cancel();
+        let mut session = Session::new(catalog, limits, self.busy_poll, cancel.child_token());
+        // Serve on a runtime worker thread: that thread also polls the socket, so a
+        // message wakes the session directly instead of through a second thread.
+        // Dropping the serve future drops every in-flight tool call; the token tells
+        // the tools that their calls were given up.
+        let code = code.to_string();
+        let served = tokio::spawn(async move {
+            let ended = session.serve(OwnedFd::from(host_end), &code).await;
+            session.cancel.cancel();
+            (session, ended)
+        })
+        .await;
+        let (session, ended) = match served {
+            Ok(done) => done,
+            Err(e) => {
+                process.kill();
+                let _ = process.wait().await;
+                return internal(started, format!("serving the program failed: {e}"));
+            }
+        };
         if !matches!(ended, Ended::Disconnected(_)) {
             process.kill();
         }
@@ -184,7 +221,7 @@ impl Executor {
             }
         };
         tracing::debug!(?status, "worker reaped");
-        let (console, console_dropped_bytes, tool_calls) = session.into_parts().await;
+        let (console, console_dropped_bytes, tool_calls) = (session.console.text, session.console.dropped, session.tool_calls);
         let kind = match ended {
             Ended::Finished(outcome, dropped) => return Outcome { kind: from_worker(outcome, &limits), console, console_dropped_bytes: console_dropped_bytes + dropped, tool_calls, elapsed: started.elapsed() },
             Ended::WallClock => OutcomeKind::WallClockLimit { limit_ms: millis(limits.wall_clock) },
@@ -202,7 +239,7 @@ impl Executor {
     }
 }
 
-fn millis(d: std::time::Duration) -> u64 {
+fn millis(d: Duration) -> u64 {
     u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
 }
 
@@ -270,112 +307,103 @@ impl ConsoleBuffer {
 }
 
 /// The host's side of one running program.
+///
+/// One task serves the whole program: it reads the worker's messages, polls every
+/// in-flight tool call, and writes answers as they complete. Keeping everything on one
+/// task avoids a cross-thread wake-up per call.
 struct Session {
     catalog: Arc<Catalog>,
     limits: Limits,
+    busy_poll: Duration,
     cancel: CancellationToken,
-    console: std::sync::Mutex<ConsoleBuffer>,
-    calls: Mutex<JoinSet<()>>,
-    tool_calls: AtomicU64,
+    console: ConsoleBuffer,
+    tool_calls: u64,
 }
 
 impl Session {
-    fn new(catalog: Arc<Catalog>, limits: Limits, cancel: CancellationToken) -> Self {
-        Self {
-            catalog,
-            limits,
-            cancel,
-            console: std::sync::Mutex::new(ConsoleBuffer { text: String::new(), cap: limits.console_bytes, dropped: 0 }),
-            calls: Mutex::new(JoinSet::new()),
-            tool_calls: AtomicU64::new(0),
-        }
-    }
-
-    async fn into_parts(self) -> (String, u64, u64) {
-        let mut calls = self.calls.into_inner();
-        calls.abort_all();
-        while calls.join_next().await.is_some() {}
-        let console = self.console.into_inner().unwrap_or_else(|p| p.into_inner());
-        (console.text, console.dropped, self.tool_calls.into_inner())
+    fn new(catalog: Arc<Catalog>, limits: Limits, busy_poll: Duration, cancel: CancellationToken) -> Self {
+        let console = ConsoleBuffer { text: String::new(), cap: limits.console_bytes, dropped: 0 };
+        Self { catalog, limits, busy_poll, cancel, console, tool_calls: 0 }
     }
 
     /// Sends the program and serves the worker until it stops (see [`Ended`]).
-    async fn serve(&self, channel: OwnedFd, code: &str, process: &mut WorkerProcess) -> Ended {
-        let _ = process;
-        let (mut from_worker, to_worker) = match HostChannel::new(channel, MAX_FRAME_BYTES) {
-            Ok(c) => c.split(),
+    async fn serve(&mut self, channel: OwnedFd, code: &str) -> Ended {
+        let (mut from_worker, mut to_worker) = match HostChannel::open(channel, MAX_FRAME_BYTES) {
+            Ok(halves) => halves,
             Err(e) => return Ended::Broken(format!("cannot use the worker channel: {e}")),
         };
-        let to_worker = Arc::new(Mutex::new(to_worker));
-        let start = StartProgram { code: code.to_string(), limits: self.limits.worker_limits(), catalog: self.catalog.worker_view() };
-        if let Err(e) = to_worker.lock().await.send_to_worker(&HostToWorker::Start(start)).await {
+        let start = StartProgram {
+            code: code.to_string(),
+            limits: self.limits.worker_limits(),
+            catalog: self.catalog.worker_view(),
+            busy_poll_us: u64::try_from(self.busy_poll.as_micros()).unwrap_or(u64::MAX),
+        };
+        if let Err(e) = to_worker.queue_to_worker(&HostToWorker::Start(start)) {
             return Ended::Disconnected(format!("sending the program failed: {e}"));
         }
         let deadline = tokio::time::sleep(self.limits.wall_clock);
         tokio::pin!(deadline);
-        let mut in_flight = 0usize;
+        let mut calls: FuturesUnordered<BoxFuture<'static, (u64, ToolAnswer)>> = FuturesUnordered::new();
+        // Right after an answer, the worker's next message is usually microseconds away.
+        let mut just_answered = false;
         loop {
-            let message = tokio::select! {
+            let budget = if just_answered { self.busy_poll } else { Duration::ZERO };
+            just_answered = false;
+            tokio::select! {
                 biased;
                 () = self.cancel.cancelled() => return Ended::Cancelled,
                 () = &mut deadline => return Ended::WallClock,
-                message = from_worker.recv_from_worker() => message,
-            };
-            match message {
-                Ok(WorkerToHost::ToolCall { call_id, plugin, tool, input }) => {
-                    self.tool_calls.fetch_add(1, Ordering::Relaxed);
-                    let mut calls = self.calls.lock().await;
-                    while calls.try_join_next().is_some() {}
-                    in_flight = calls.len();
-                    if in_flight >= self.limits.tool_calls_in_flight {
-                        let answer = ToolAnswer::Reject(format!(
-                            "too many tool calls in flight: the limit is {}; await some before starting more",
-                            self.limits.tool_calls_in_flight
-                        ));
-                        drop(calls);
-                        if let Err(e) = to_worker.lock().await.send_to_worker(&HostToWorker::ToolAnswer { call_id, answer }).await {
-                            return Ended::Disconnected(format!("answering a tool call failed: {e}"));
-                        }
-                        continue;
+                flushed = to_worker.flush_to_worker(), if to_worker.has_pending() => {
+                    if let Err(e) = flushed {
+                        return Ended::Disconnected(format!("writing to the worker failed: {e}"));
                     }
-                    calls.spawn(serve_call(Arc::clone(&self.catalog), Arc::clone(&to_worker), self.cancel.child_token(), call_id, plugin, tool, input));
                 }
-                Ok(WorkerToHost::Console { level, text }) => self.console.lock().unwrap_or_else(|p| p.into_inner()).push(level, &text),
-                Ok(WorkerToHost::Finished { outcome, console_dropped_bytes }) => return Ended::Finished(outcome, console_dropped_bytes),
-                Err(e @ (FrameError::Closed | FrameError::Truncated { .. })) => return Ended::Disconnected(e.to_string()),
-                Err(e) if e.is_disconnect() => return Ended::Disconnected(e.to_string()),
-                Err(e) => return Ended::Broken(format!("the worker sent an invalid message: {e}")),
+                Some((call_id, answer)) = calls.next(), if !calls.is_empty() => {
+                    if let Err(e) = to_worker.queue_to_worker(&HostToWorker::ToolAnswer { call_id, answer }) {
+                        return Ended::Disconnected(format!("answering a tool call failed: {e}"));
+                    }
+                    just_answered = calls.is_empty();
+                }
+                message = from_worker.recv_from_worker_busy_poll(budget) => match message {
+                    Ok(WorkerToHost::ToolCall { call_id, plugin, tool, input }) => {
+                        self.tool_calls += 1;
+                        if calls.len() >= self.limits.tool_calls_in_flight {
+                            let answer = ToolAnswer::Reject(format!(
+                                "too many tool calls in flight: the limit is {}; await some before starting more",
+                                self.limits.tool_calls_in_flight
+                            ));
+                            if let Err(e) = to_worker.queue_to_worker(&HostToWorker::ToolAnswer { call_id, answer }) {
+                                return Ended::Disconnected(format!("answering a tool call failed: {e}"));
+                            }
+                        } else {
+                            calls.push(serve_call(Arc::clone(&self.catalog), self.cancel.child_token(), call_id, plugin, tool, input).boxed());
+                        }
+                    }
+                    Ok(WorkerToHost::Console { level, text }) => self.console.push(level, &text),
+                    Ok(WorkerToHost::Finished { outcome, console_dropped_bytes }) => return Ended::Finished(outcome, console_dropped_bytes),
+                    Err(e) if e.is_disconnect() => return Ended::Disconnected(e.to_string()),
+                    Err(e) => return Ended::Broken(format!("the worker sent an invalid message: {e}")),
+                },
             }
-            let _ = in_flight;
         }
     }
 }
 
-/// Runs one tool call and sends its answer.
-async fn serve_call(
-    catalog: Arc<Catalog>,
-    to_worker: Arc<Mutex<ToWorker>>,
-    cancel: CancellationToken,
-    call_id: u64,
-    plugin: String,
-    tool: String,
-    input: Box<serde_json::value::RawValue>,
-) {
+/// Runs one tool call; resolves with the answer for the worker.
+async fn serve_call(catalog: Arc<Catalog>, cancel: CancellationToken, call_id: u64, plugin: String, tool: String, input: Box<RawValue>) -> (u64, ToolAnswer) {
     let answer = match catalog.get(&plugin, &tool) {
         None => ToolAnswer::Reject(format!("unknown tool {plugin}.{tool}")),
         Some(t) => match serde_json::from_str(input.get()) {
             Err(e) => ToolAnswer::Reject(format!("the input of {plugin}.{tool} is not JSON: {e}")),
             Ok(input) => {
                 let context = CallContext { plugin: plugin.clone(), tool: tool.clone(), call_id, cancel };
-                let handler = Arc::clone(&t.handler);
                 // A panicking tool must not take the program (or the host) down with it.
-                match tokio::spawn(async move { handler.call(input, context).await }).await {
+                match std::panic::AssertUnwindSafe(t.handler.call(input, context)).catch_unwind().await {
                     Ok(result) => t.answer(&result),
-                    Err(e) if e.is_panic() => ToolAnswer::Reject(format!("tool {plugin}.{tool} crashed")),
-                    Err(_) => return,
+                    Err(_) => ToolAnswer::Reject(format!("tool {plugin}.{tool} crashed")),
                 }
             }
         },
     };
-    let _ = to_worker.lock().await.send_to_worker(&HostToWorker::ToolAnswer { call_id, answer }).await;
+    (call_id, answer)
 }

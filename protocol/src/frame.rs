@@ -135,52 +135,6 @@ fn read_full<R: Read>(reader: &mut R, buf: &mut [u8]) -> Result<usize, FrameErro
     Ok(filled)
 }
 
-/// The same frame format over tokio streams, for the host side.
-#[cfg(feature = "tokio")]
-pub mod nonblocking {
-    use super::*;
-    use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
-
-    /// Writes one message as a frame.
-    pub async fn write_frame<W: AsyncWrite + Unpin, T: Serialize>(writer: &mut W, message: &T) -> Result<(), FrameError> {
-        let buf = encode(message)?;
-        writer.write_all(&buf).await?;
-        Ok(())
-    }
-
-    /// Reads one message, refusing payloads over `max` bytes.
-    pub async fn read_frame<R: AsyncRead + Unpin, T: DeserializeOwned>(reader: &mut R, max: u32) -> Result<T, FrameError> {
-        let mut header = [0u8; HEADER_BYTES];
-        let got = read_full(reader, &mut header).await?;
-        if got == 0 {
-            return Err(FrameError::Closed);
-        }
-        if got < HEADER_BYTES {
-            return Err(FrameError::Truncated { part: "header", expected: HEADER_BYTES, received: got });
-        }
-        let len = check_len(header, max)?;
-        let mut payload = vec![0u8; len];
-        let got = read_full(reader, &mut payload).await?;
-        if got < len {
-            return Err(FrameError::Truncated { part: "payload", expected: len, received: got });
-        }
-        decode(&payload)
-    }
-
-    async fn read_full<R: AsyncRead + Unpin>(reader: &mut R, buf: &mut [u8]) -> Result<usize, FrameError> {
-        let mut filled = 0;
-        while filled < buf.len() {
-            match reader.read(&mut buf[filled..]).await {
-                Ok(0) => break,
-                Ok(n) => filled += n,
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                Err(e) => return Err(FrameError::Io(e)),
-            }
-        }
-        Ok(filled)
-    }
-}
-
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used)]
@@ -282,37 +236,5 @@ mod tests {
         let err = read_frame::<_, Ping>(&mut Broken, MAX_FRAME_BYTES).unwrap_err();
         assert!(matches!(err, FrameError::Io(_)));
         assert!(err.is_disconnect());
-    }
-
-    #[tokio::test]
-    async fn async_reader_matches_blocking_reader() {
-        let mut buf = Vec::new();
-        nonblocking::write_frame(&mut buf, &ping()).await.unwrap();
-        assert_eq!(buf, encode(&ping()).unwrap());
-        let mut r = &buf[..];
-        assert_eq!(nonblocking::read_frame::<_, Ping>(&mut r, MAX_FRAME_BYTES).await.unwrap(), ping());
-        let mut r = &buf[..buf.len() - 1];
-        assert!(matches!(
-            nonblocking::read_frame::<_, Ping>(&mut r, MAX_FRAME_BYTES).await,
-            Err(FrameError::Truncated { part: "payload", .. })
-        ));
-        let mut r: &[u8] = &[0, 0, 0];
-        assert!(matches!(
-            nonblocking::read_frame::<_, Ping>(&mut r, MAX_FRAME_BYTES).await,
-            Err(FrameError::Truncated { part: "header", .. })
-        ));
-        let mut r: &[u8] = &[0, 0, 1, 0];
-        assert!(matches!(nonblocking::read_frame::<_, Ping>(&mut r, 10).await, Err(FrameError::TooLarge { len: 256, .. })));
-    }
-
-    #[tokio::test]
-    async fn async_reader_reports_peer_closing_mid_frame_over_a_socket() {
-        let (mut a, b) = tokio::net::UnixStream::pair().unwrap();
-        let buf = encode(&ping()).unwrap();
-        tokio::io::AsyncWriteExt::write_all(&mut a, &buf[..6]).await.unwrap();
-        drop(a);
-        let (mut r, _w) = b.into_split();
-        let err = nonblocking::read_frame::<_, Ping>(&mut r, MAX_FRAME_BYTES).await.unwrap_err();
-        assert!(matches!(err, FrameError::Truncated { part: "payload", received: 2, .. }), "{err}");
     }
 }

@@ -21,6 +21,8 @@ pub mod frame;
 pub mod message;
 pub mod template;
 
-pub use channel::{HostChannel, WorkerChannel};
+pub use channel::WorkerChannel;
+#[cfg(feature = "tokio")]
+pub use channel::{FromHost, FromWorker, HostChannel, ToWorker};
 pub use frame::{FrameError, MAX_FRAME_BYTES};
 pub use message::*;

@@ -71,6 +71,10 @@ pub struct StartProgram {
     pub limits: WorkerLimits,
     /// The tools the program may call, grouped by plugin.
     pub catalog: Vec<PluginTools>,
+    /// How long the worker busy-polls for a tool answer before it sleeps, in
+    /// microseconds (0: never).
+    #[serde(default)]
+    pub busy_poll_us: u64,
 }
 
 /// The limits a worker enforces from the inside. The host enforces the wall clock
@@ -212,6 +216,7 @@ mod tests {
             code: "return 1".into(),
             limits: WorkerLimits { memory_bytes: 1, cpu_step_ms: 2, console_bytes: 3, result_bytes: 4 },
             catalog: vec![PluginTools { plugin: "math".into(), tools: vec!["add".into()] }],
+            busy_poll_us: 50,
         });
         let buf = encode(&start).unwrap();
         let HostToWorker::Start(back) = read_frame::<_, HostToWorker>(&mut &buf[..], MAX_FRAME_BYTES).unwrap() else { panic!() };

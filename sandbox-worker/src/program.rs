@@ -28,6 +28,7 @@ use crate::step_clock::StepClock;
 /// memory backstop).
 pub fn run(engine: &mut Engine, channel: WorkerChannel, start: StartProgram, base_data_bytes: u64) -> ! {
     let limits = start.limits;
+    let busy_poll = Duration::from_micros(start.busy_poll_us);
     let receiver = match channel.try_clone() {
         Ok(r) => r,
         Err(e) => crate::fail(&format!("cannot read the host channel: {e}")),
@@ -77,7 +78,7 @@ pub fn run(engine: &mut Engine, channel: WorkerChannel, start: StartProgram, bas
         let run = engine.runtime.with_event_loop_promise(Box::pin(call), PollEventLoopOptions::default());
         tokio::select! {
             result = run => result,
-            () = serve_answers(receiver, &link, &clock) => crate::exit_now(crate::EXIT_HOST_GONE),
+            () = serve_answers(receiver, &link, &clock, busy_poll) => crate::exit_now(crate::EXIT_HOST_GONE),
         }
     });
 
@@ -87,14 +88,21 @@ pub fn run(engine: &mut Engine, channel: WorkerChannel, start: StartProgram, bas
 }
 
 /// Reads tool answers until the host goes away; each answer starts a new step.
-async fn serve_answers(mut receiver: protocol::channel::FromHost, link: &HostLink, clock: &StepClock) {
+///
+/// While tool calls are in flight, the program's event loop has nothing else to do
+/// (it has no timers or I/O of its own), so this reader may busy-poll briefly for the
+/// next answer instead of sleeping; after each answer it yields so that the program
+/// runs first.
+async fn serve_answers(mut receiver: protocol::channel::FromHost, link: &HostLink, clock: &StepClock, busy_poll: Duration) {
     loop {
-        match receiver.recv_from_host().await {
+        let budget = if link.pending.borrow().is_empty() { Duration::ZERO } else { busy_poll };
+        match receiver.recv_from_host_busy_poll(budget).await {
             Ok(HostToWorker::ToolAnswer { call_id, answer }) => {
                 clock.new_step();
                 if let Some(waiter) = link.pending.borrow_mut().remove(&call_id) {
                     let _ = waiter.send(answer);
                 }
+                tokio::task::yield_now().await;
             }
             Ok(HostToWorker::Start(_)) => crate::fail("the host sent a second program"),
             Err(_) => return,
