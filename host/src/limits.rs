@@ -140,9 +140,9 @@ mod millis {
 
 /// Formats a byte count the way people read it (`256 MiB`, `64 KiB`, `17 bytes`).
 pub fn human_bytes(bytes: u64) -> String {
-    if bytes >= MIB && bytes % MIB == 0 {
+    if bytes >= MIB && bytes.is_multiple_of(MIB) {
         format!("{} MiB", bytes / MIB)
-    } else if bytes >= 1024 && bytes % 1024 == 0 {
+    } else if bytes >= 1024 && bytes.is_multiple_of(1024) {
         format!("{} KiB", bytes / 1024)
     } else {
         format!("{bytes} bytes")
@@ -152,9 +152,9 @@ pub fn human_bytes(bytes: u64) -> String {
 /// Formats a duration the way people read it (`10 s`, `15 min`, `250 ms`).
 pub fn human_duration(d: Duration) -> String {
     let ms = d.as_millis();
-    if ms >= 60_000 && ms % 60_000 == 0 {
+    if ms >= 60_000 && ms.is_multiple_of(60_000) {
         format!("{} min", ms / 60_000)
-    } else if ms >= 1000 && ms % 1000 == 0 {
+    } else if ms >= 1000 && ms.is_multiple_of(1000) {
         format!("{} s", ms / 1000)
     } else {
         format!("{ms} ms")

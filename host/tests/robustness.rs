@@ -79,15 +79,12 @@ async fn the_host_survives_every_kind_of_broken_worker_and_leaks_nothing() {
     }
 
     // A real worker killed from outside while it waits for a tool.
-    let killer = {
-        let template = template;
-        tokio::spawn(async move {
-            tokio::time::sleep(Duration::from_millis(300)).await;
-            for pid in child_pids(template) {
-                let _ = nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), nix::sys::signal::Signal::SIGKILL);
-            }
-        })
-    };
+    let killer = tokio::spawn(async move {
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        for pid in child_pids(template) {
+            let _ = nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), nix::sys::signal::Signal::SIGKILL);
+        }
+    });
     let outcome = real.run("await tools.slow.wait({ ms: 3000 }); return 'survived'").await;
     killer.await.unwrap();
     assert_eq!(crash_reason(&outcome.kind), "the worker ended with signal 9 (SIGKILL) before reporting an outcome (the peer closed the channel)");

@@ -1,0 +1,8 @@
+#!/usr/bin/env bash
+# The main job: builds codemode and runs an example program against the bundled example
+# tools, printing what an agent would read.
+source "$(dirname "$0")/lib.sh"
+ensure_system_packages
+cd "$REPO_ROOT"
+cargo build --release --workspace --bins
+exec ./target/release/codemode run --example-tools "${1:-scripts/examples/weather-report.js}"
