@@ -26,7 +26,7 @@ use serde_json::value::RawValue;
 use tokio_util::sync::CancellationToken;
 
 use crate::catalog::{CallContext, Catalog};
-use crate::launcher::{LaunchError, LaunchMode, Launcher};
+use crate::launcher::{LaunchError, LaunchMode, Launcher, SandboxPolicy};
 use crate::limits::{LimitError, Limits};
 use crate::outcome::{Outcome, OutcomeKind};
 use crate::worker_process::ExitStatus;
@@ -34,6 +34,9 @@ use crate::worker_process::ExitStatus;
 /// The worker's exit code when its step watchdog ended a program that ignored
 /// termination (see `sandbox_worker::EXIT_CPU_LIMIT`).
 pub const WORKER_EXIT_CPU_LIMIT: i32 = 72;
+/// The worker's exit code when it could not set itself up (see
+/// `sandbox_worker::EXIT_SETUP_FAILED`).
+pub const WORKER_EXIT_SETUP_FAILED: i32 = 71;
 
 /// Why an executor could not be built.
 #[derive(Debug, thiserror::Error)]
@@ -54,6 +57,7 @@ pub struct ExecutorBuilder {
     limits: Limits,
     catalog: Catalog,
     busy_poll: Option<Duration>,
+    sandbox: SandboxPolicy,
 }
 
 /// Default busy-poll budget: long enough to catch an in-process tool's answer, short
@@ -78,6 +82,11 @@ impl ExecutorBuilder {
         self.mode = mode;
         self
     }
+    /// Whether every sandbox layer must apply (default: [`SandboxPolicy::Required`]).
+    pub fn sandbox(mut self, policy: SandboxPolicy) -> Self {
+        self.sandbox = policy;
+        self
+    }
     /// The default limits of every program.
     pub fn limits(mut self, limits: Limits) -> Self {
         self.limits = limits;
@@ -92,7 +101,7 @@ impl ExecutorBuilder {
     pub async fn build(self) -> Result<Executor, ExecutorError> {
         self.limits.validate()?;
         let worker = self.worker.unwrap_or_else(default_worker_path);
-        let launcher = Launcher::new(worker, self.mode).await?;
+        let launcher = Launcher::new(worker, self.mode, self.sandbox).await?;
         Ok(Executor {
             launcher,
             limits: self.limits,
@@ -223,11 +232,23 @@ impl Executor {
         tracing::debug!(?status, "worker reaped");
         let (console, console_dropped_bytes, tool_calls) = (session.console.text, session.console.dropped, session.tool_calls);
         let kind = match ended {
-            Ended::Finished(outcome, dropped) => return Outcome { kind: from_worker(outcome, &limits), console, console_dropped_bytes: console_dropped_bytes + dropped, tool_calls, elapsed: started.elapsed() },
+            Ended::Finished(outcome, dropped) => {
+                return Outcome {
+                    kind: from_worker(outcome, &limits),
+                    console,
+                    console_dropped_bytes: console_dropped_bytes + dropped,
+                    tool_calls,
+                    elapsed: started.elapsed(),
+                    sandbox_missing: self.launcher.missing_layers(),
+                }
+            }
             Ended::WallClock => OutcomeKind::WallClockLimit { limit_ms: millis(limits.wall_clock) },
             Ended::Cancelled => OutcomeKind::Error { name: "Cancelled".into(), message: "the program was cancelled".into(), stack: None, line: None, column: None },
             Ended::Broken(reason) => OutcomeKind::WorkerCrash { reason },
             Ended::Disconnected(_) if matches!(status, Ok(ExitStatus::Code(WORKER_EXIT_CPU_LIMIT))) => OutcomeKind::CpuLimit { limit_ms: millis(limits.cpu_step) },
+            Ended::Disconnected(_) if matches!(status, Ok(ExitStatus::Code(WORKER_EXIT_SETUP_FAILED))) => OutcomeKind::Internal {
+                reason: "the worker could not set up its sandbox or engine; run `codemode sandbox-check`, and see the worker's message above".into(),
+            },
             Ended::Disconnected(detail) => OutcomeKind::WorkerCrash {
                 reason: match status {
                     Ok(status) => format!("the worker ended with {status} before reporting an outcome ({detail})"),
@@ -235,7 +256,13 @@ impl Executor {
                 },
             },
         };
-        Outcome { kind, console, console_dropped_bytes, tool_calls, elapsed: started.elapsed() }
+        Outcome { kind, console, console_dropped_bytes, tool_calls, elapsed: started.elapsed(), sandbox_missing: self.launcher.missing_layers() }
+    }
+
+    /// Sandbox layers missing on this machine (empty unless the executor was built with
+    /// [`SandboxPolicy::InsecureAllowWeaker`]).
+    pub fn sandbox_missing(&self) -> Vec<String> {
+        self.launcher.missing_layers()
     }
 }
 
@@ -244,7 +271,14 @@ fn millis(d: Duration) -> u64 {
 }
 
 fn internal(started: Instant, reason: String) -> Outcome {
-    Outcome { kind: OutcomeKind::Internal { reason }, console: String::new(), console_dropped_bytes: 0, tool_calls: 0, elapsed: started.elapsed() }
+    Outcome {
+        kind: OutcomeKind::Internal { reason },
+        console: String::new(),
+        console_dropped_bytes: 0,
+        tool_calls: 0,
+        elapsed: started.elapsed(),
+        sandbox_missing: Vec::new(),
+    }
 }
 
 fn from_worker(outcome: WorkerOutcome, limits: &Limits) -> OutcomeKind {

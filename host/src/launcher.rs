@@ -23,6 +23,26 @@ use tokio::sync::Mutex;
 
 use crate::worker_process::WorkerProcess;
 
+/// Whether every sandbox layer must apply.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SandboxPolicy {
+    /// Every layer must apply, or the executor refuses to run programs (the default).
+    #[default]
+    Required,
+    /// Run with the layers this machine can apply; every outcome lists the missing ones.
+    InsecureAllowWeaker,
+}
+
+impl SandboxPolicy {
+    fn worker_arg(self) -> &'static str {
+        match self {
+            SandboxPolicy::Required => "required",
+            SandboxPolicy::InsecureAllowWeaker => "allow-weaker",
+        }
+    }
+}
+
 /// How workers are started.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize, clap::ValueEnum)]
 #[serde(rename_all = "snake_case")]
@@ -50,6 +70,9 @@ pub enum LaunchError {
     /// The template process did not come up, or broke its protocol.
     #[error("the template process failed: {0}")]
     Template(String),
+    /// The sandbox could not be set up; the host refuses to run programs.
+    #[error("refusing to run programs: {0}. Run `codemode sandbox-check` to see every layer; `--insecure-allow-weaker-sandbox` runs without the missing ones")]
+    Sandbox(String),
     /// Template mode was asked for with an engine that cannot be forked.
     #[error("the worker was built with the {0} engine, which cannot be forked after initialisation; use the spawn launch mode")]
     EngineCannotFork(String),
@@ -78,12 +101,14 @@ const TEMPLATE_READY_TIMEOUT: Duration = Duration::from_secs(30);
 pub struct Launcher {
     worker: PathBuf,
     mode: LaunchMode,
+    sandbox: SandboxPolicy,
     template: Mutex<Option<Template>>,
+    missing_layers: std::sync::Mutex<Vec<String>>,
 }
 
 impl Launcher {
     /// Resolves `Auto` and, in template mode, starts the template.
-    pub async fn new(worker: PathBuf, mode: LaunchMode) -> Result<Self, LaunchError> {
+    pub async fn new(worker: PathBuf, mode: LaunchMode, sandbox: SandboxPolicy) -> Result<Self, LaunchError> {
         let mode = match mode {
             LaunchMode::Auto => match worker_engine(&worker)?.as_str() {
                 "quickjs" => LaunchMode::Template,
@@ -92,10 +117,16 @@ impl Launcher {
             other => other,
         };
         let template = match mode {
-            LaunchMode::Template => Some(Template::start(&worker).await?),
+            LaunchMode::Template => Some(Template::start(&worker, sandbox).await?),
             _ => None,
         };
-        Ok(Self { worker, mode, template: Mutex::new(template) })
+        let missing = template.as_ref().map(|t| t.missing_layers.clone()).unwrap_or_default();
+        Ok(Self { worker, mode, sandbox, template: Mutex::new(template), missing_layers: std::sync::Mutex::new(missing) })
+    }
+
+    /// Sandbox layers the template reported missing (empty under [`SandboxPolicy::Required`]).
+    pub fn missing_layers(&self) -> Vec<String> {
+        self.missing_layers.lock().map(|m| m.clone()).unwrap_or_default()
     }
 
     /// The resolved mode (never `Auto`).
@@ -106,7 +137,7 @@ impl Launcher {
     /// Starts one worker whose channel is `channel` (the worker's end).
     pub async fn launch(&self, channel: OwnedFd) -> Result<WorkerProcess, LaunchError> {
         match self.mode {
-            LaunchMode::Spawn => spawn_worker(&self.worker, channel),
+            LaunchMode::Spawn => spawn_worker(&self.worker, channel, self.sandbox),
             _ => {
                 let mut guard = self.template.lock().await;
                 if let Some(template) = guard.as_mut() {
@@ -116,8 +147,11 @@ impl Launcher {
                     }
                 }
                 *guard = None;
-                let mut template = Template::start(&self.worker).await?;
+                let mut template = Template::start(&self.worker, self.sandbox).await?;
                 let pid = template.fork(channel.as_fd()).await?;
+                if let Ok(mut m) = self.missing_layers.lock() {
+                    m.clone_from(&template.missing_layers);
+                }
                 *guard = Some(template);
                 WorkerProcess::adopt(pid).map_err(os("pidfd_open"))
             }
@@ -137,10 +171,18 @@ fn worker_engine(worker: &Path) -> Result<String, LaunchError> {
     Ok(info["engine"].as_str().unwrap_or("unknown").to_string())
 }
 
-/// A command for the worker with `fd` placed at descriptor 3.
-fn worker_command(worker: &Path, fd: &OwnedFd, args: &[&str]) -> Command {
+/// A command for the worker with `fd` placed at descriptor 3 and an empty environment.
+fn worker_command(worker: &Path, fd: &OwnedFd, args: &[&str], sandbox: SandboxPolicy) -> Command {
     let mut cmd = Command::new(worker);
-    cmd.args(args).arg("--host-pid").arg(std::process::id().to_string()).stdin(Stdio::null()).stdout(Stdio::null()).stderr(Stdio::inherit());
+    cmd.args(args)
+        .arg("--host-pid")
+        .arg(std::process::id().to_string())
+        .arg("--sandbox")
+        .arg(sandbox.worker_arg())
+        .env_clear()
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::inherit());
     let raw = fd.as_raw_fd();
     // SAFETY: the closure runs in the child between fork and exec and only calls
     // dup2/fcntl, which are async-signal-safe.
@@ -160,8 +202,8 @@ fn worker_command(worker: &Path, fd: &OwnedFd, args: &[&str]) -> Command {
     cmd
 }
 
-fn spawn_worker(worker: &Path, channel: OwnedFd) -> Result<WorkerProcess, LaunchError> {
-    let child = worker_command(worker, &channel, &["run", "--channel-fd", "3"])
+fn spawn_worker(worker: &Path, channel: OwnedFd, sandbox: SandboxPolicy) -> Result<WorkerProcess, LaunchError> {
+    let child = worker_command(worker, &channel, &["run", "--channel-fd", "3"], sandbox)
         .spawn()
         .map_err(|source| LaunchError::Exec { path: worker.into(), source })?;
     let pid = child.id() as i32;
@@ -174,16 +216,17 @@ fn spawn_worker(worker: &Path, channel: OwnedFd) -> Result<WorkerProcess, Launch
 struct Template {
     process: WorkerProcess,
     control: AsyncFd<OwnedFd>,
+    missing_layers: Vec<String>,
 }
 
 impl Template {
-    async fn start(worker: &Path) -> Result<Self, LaunchError> {
+    async fn start(worker: &Path, sandbox: SandboxPolicy) -> Result<Self, LaunchError> {
         let (ours, theirs) = socketpair(AddressFamily::Unix, SockType::SeqPacket, None, SockFlag::SOCK_CLOEXEC).map_err(nix_os("socketpair"))?;
         // Only the host's end is non-blocking; the template reads its end blocking.
         let flags = nix::fcntl::fcntl(&ours, nix::fcntl::FcntlArg::F_GETFL).map_err(nix_os("fcntl"))?;
         nix::fcntl::fcntl(&ours, nix::fcntl::FcntlArg::F_SETFL(nix::fcntl::OFlag::from_bits_retain(flags) | nix::fcntl::OFlag::O_NONBLOCK))
             .map_err(nix_os("fcntl"))?;
-        let child = worker_command(worker, &theirs, &["template", "--control-fd", "3"])
+        let child = worker_command(worker, &theirs, &["template", "--control-fd", "3"], sandbox)
             .spawn()
             .map_err(|source| LaunchError::Exec { path: worker.into(), source })?;
         drop(theirs);
@@ -191,10 +234,17 @@ impl Template {
         drop(child);
         // SAFETY: the AsyncFd owns the descriptor and nothing replaces or closes it while registered.
         let control = unsafe { AsyncFd::register(ours) }.map_err(|e| LaunchError::Os { what: "registering the template channel", source: e.into() })?;
-        let template = Self { process, control };
+        let mut template = Self { process, control, missing_layers: Vec::new() };
         match tokio::time::timeout(TEMPLATE_READY_TIMEOUT, template.recv()).await {
-            Ok(Ok(TemplateReply::Ready { engine })) if engine == "quickjs" => Ok(template),
-            Ok(Ok(TemplateReply::Ready { engine })) => Err(LaunchError::EngineCannotFork(engine)),
+            Ok(Ok(TemplateReply::Ready { engine, missing_layers })) if engine == "quickjs" => {
+                for layer in &missing_layers {
+                    tracing::warn!("sandbox layer missing (running anyway, as configured): {layer}");
+                }
+                template.missing_layers = missing_layers;
+                Ok(template)
+            }
+            Ok(Ok(TemplateReply::Ready { engine, .. })) => Err(LaunchError::EngineCannotFork(engine)),
+            Ok(Ok(TemplateReply::Failed { reason })) => Err(LaunchError::Sandbox(reason)),
             Ok(Ok(other)) => Err(LaunchError::Template(format!("expected Ready, got {other:?}"))),
             Ok(Err(e)) => Err(LaunchError::Template(format!("it exited before it was ready ({e}); its stderr says why"))),
             Err(_) => Err(LaunchError::Template(format!("not ready after {TEMPLATE_READY_TIMEOUT:?}"))),

@@ -34,6 +34,6 @@ pub mod worker_process;
 
 pub use catalog::{CallContext, Catalog, CatalogError, Content, Tool, ToolDefinition, ToolHandler, ToolResult};
 pub use executor::{default_worker_path, Executor, ExecutorBuilder, ExecutorError};
-pub use launcher::LaunchMode;
+pub use launcher::{LaunchMode, SandboxPolicy};
 pub use limits::Limits;
 pub use outcome::{Outcome, OutcomeKind};

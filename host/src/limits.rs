@@ -122,6 +122,7 @@ impl Limits {
             cpu_step_ms: u64::try_from(self.cpu_step.as_millis()).unwrap_or(u64::MAX),
             console_bytes: self.console_bytes,
             result_bytes: self.result_bytes,
+            wall_clock_ms: u64::try_from(self.wall_clock.as_millis()).unwrap_or(u64::MAX),
         }
     }
 }

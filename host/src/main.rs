@@ -103,15 +103,22 @@ async fn run(args: RunArgs) -> anyhow::Result<i32> {
     }
     let executor = builder.build().await.context("starting the executor")?;
     let outcome = executor.run(&code).await;
-    if args.json {
-        println!("{}", serde_json::to_string_pretty(&outcome)?);
-    } else {
-        let text = outcome.agent_text();
-        if !text.is_empty() {
-            println!("{text}");
-        }
-    }
+    let text = if args.json { serde_json::to_string_pretty(&outcome)? } else { outcome.agent_text() };
+    print_result(&text)?;
     Ok(exit_code(&outcome.kind))
+}
+
+/// Prints the result; a reader that went away (a closed pipe) is not an error.
+fn print_result(text: &str) -> anyhow::Result<()> {
+    use std::io::Write;
+    if text.is_empty() {
+        return Ok(());
+    }
+    let mut out = std::io::stdout().lock();
+    match writeln!(out, "{text}").and_then(|()| out.flush()) {
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
+        other => Ok(other.context("writing the result to standard output")?),
+    }
 }
 
 fn main() {

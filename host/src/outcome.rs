@@ -109,6 +109,10 @@ pub struct Outcome {
     /// Time from the call to the outcome.
     #[serde(serialize_with = "micros")]
     pub elapsed: Duration,
+    /// Sandbox layers that were not active for this program (only ever non-empty when
+    /// the executor was told to accept a weaker sandbox).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub sandbox_missing: Vec<String>,
 }
 
 fn micros<S: serde::Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
@@ -197,6 +201,9 @@ impl Outcome {
             }
             parts.push(console.trim_end_matches('\n').to_string());
         }
+        if !self.sandbox_missing.is_empty() {
+            parts.push(format!("[warning: this program ran with a weaker sandbox; missing layers: {}]", self.sandbox_missing.join("; ")));
+        }
         parts.join("\n\n")
     }
 }
@@ -206,7 +213,7 @@ mod tests {
     use super::*;
 
     fn outcome(kind: OutcomeKind, console: &str, dropped: u64) -> Outcome {
-        Outcome { kind, console: console.into(), console_dropped_bytes: dropped, tool_calls: 0, elapsed: Duration::ZERO }
+        Outcome { kind, console: console.into(), console_dropped_bytes: dropped, tool_calls: 0, elapsed: Duration::ZERO, sandbox_missing: Vec::new() }
     }
 
     #[test]

@@ -89,6 +89,10 @@ pub struct WorkerLimits {
     pub console_bytes: u64,
     /// Largest returned value, as JSON text, in bytes.
     pub result_bytes: u64,
+    /// The host's wall-clock limit, in milliseconds (the worker sets its CPU-seconds
+    /// backstop from it).
+    #[serde(default)]
+    pub wall_clock_ms: u64,
 }
 
 /// One plugin's tools as the program sees them.
@@ -214,7 +218,7 @@ mod tests {
     fn start_and_answers_round_trip() {
         let start = HostToWorker::Start(StartProgram {
             code: "return 1".into(),
-            limits: WorkerLimits { memory_bytes: 1, cpu_step_ms: 2, console_bytes: 3, result_bytes: 4 },
+            limits: WorkerLimits { memory_bytes: 1, cpu_step_ms: 2, console_bytes: 3, result_bytes: 4, wall_clock_ms: 5 },
             catalog: vec![PluginTools { plugin: "math".into(), tools: vec!["add".into()] }],
             busy_poll_us: 50,
         });

@@ -34,6 +34,15 @@ pub enum TemplateReply {
     Ready {
         /// The engine the template was built with ("quickjs" or "v8").
         engine: String,
+        /// Sandbox layers that are not active, each with the reason (empty unless the
+        /// host allowed a weaker sandbox).
+        #[serde(default)]
+        missing_layers: Vec<String>,
+    },
+    /// The template could not set itself up (for example, a sandbox layer failed) and exits.
+    Failed {
+        /// What failed and how to fix it.
+        reason: String,
     },
     /// A worker was forked; `pid` is its pid in the host's pid namespace view.
     Forked {

@@ -16,6 +16,10 @@ compile_error!("enable one engine feature: `quickjs` (default) or `v8`");
 /// The engine this worker was built with.
 pub const ENGINE_NAME: &str = if cfg!(feature = "v8") { "v8" } else { "quickjs" };
 
+/// True when the engine compiles JavaScript to machine code at run time (V8's JIT),
+/// which needs executable memory; QuickJS is an interpreter and gets none.
+pub const ENGINE_GENERATES_CODE: bool = cfg!(feature = "v8");
+
 /// The script name under which programs are compiled; their stack frames show it.
 pub const PROGRAM_NAME: &str = "program.js";
 

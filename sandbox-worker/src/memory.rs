@@ -4,7 +4,8 @@
 //! it, the callback records the trip and terminates the isolate, so the program ends
 //! with a memory-limit outcome instead of an engine abort. Allocations the engine does
 //! not count (backing stores, native buffers) hit `RLIMIT_DATA` instead
-//! ([`apply_os_backstop`]), which makes them fail rather than grow without bound.
+//! (sized by [`os_backstop_bytes`], applied with the other resource limits by
+//! `crate::sandbox::lock_worker`), which makes them fail rather than grow without bound.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -63,10 +64,6 @@ pub fn os_backstop_bytes(base_data_bytes: u64, heap_limit_bytes: u64) -> u64 {
     base_data_bytes.saturating_add(heap_limit_bytes.saturating_add(heap_limit_bytes / 2)).saturating_add(OS_HEADROOM_BYTES)
 }
 
-/// Caps the process's data segment (heap, anonymous mappings) at `bytes`.
-pub fn apply_os_backstop(bytes: u64) -> nix::Result<()> {
-    nix::sys::resource::setrlimit(nix::sys::resource::Resource::RLIMIT_DATA, bytes, bytes)
-}
 
 #[cfg(test)]
 mod tests {

@@ -2,11 +2,13 @@
 //!
 //! The order, in one function ([`run`]):
 //! 1. attach the host link (tool calls and console) to the runtime;
-//! 2. set this program's heap limit and the OS memory backstop;
+//! 2. set this program's heap limit;
 //! 3. compile the program (a syntax error ends here);
-//! 4. start the step clock and its watchdog;
-//! 5. drive the program on a single-threaded event loop that also reads tool answers;
-//! 6. turn what happened into a [`WorkerOutcome`], send it, and exit.
+//! 4. start the step clock and its watchdog, and the event loop;
+//! 5. lock the process down: resource limits (the OS memory backstop among them) and
+//!    the worker's seccomp filter, on every thread;
+//! 6. drive the program on the single-threaded event loop that also reads tool answers;
+//! 7. turn what happened into a [`WorkerOutcome`], send it, and exit.
 
 use std::rc::Rc;
 use std::sync::Arc;
@@ -20,13 +22,14 @@ use serde_json::value::RawValue;
 use crate::engine::{failure_from_js_error, Engine, ProgramForm};
 use crate::memory::{self, MemoryTrip};
 use crate::ops::{Driver, Finish, HostLink, ProgramSpec};
+use crate::sandbox::{self, rlimits, WorkerPolicy};
 use crate::step_clock::StepClock;
 
 /// Runs `start` to its end and exits the process.
 ///
 /// `base_data_bytes` is the process's data segment before the program (for the OS
 /// memory backstop).
-pub fn run(engine: &mut Engine, channel: WorkerChannel, start: StartProgram, base_data_bytes: u64) -> ! {
+pub fn run(engine: &mut Engine, channel: WorkerChannel, start: StartProgram, base_data_bytes: u64, policy: &WorkerPolicy) -> ! {
     let limits = start.limits;
     let busy_poll = Duration::from_micros(start.busy_poll_us);
     let receiver = match channel.try_clone() {
@@ -37,9 +40,6 @@ pub fn run(engine: &mut Engine, channel: WorkerChannel, start: StartProgram, bas
     engine.runtime.op_state().borrow_mut().put(Rc::clone(&link));
 
     let memory_trip = memory::set_heap_limit(&mut engine.runtime, limits.memory_bytes);
-    if let Err(e) = memory::apply_os_backstop(memory::os_backstop_bytes(base_data_bytes, limits.memory_bytes)) {
-        crate::fail(&format!("cannot set the memory backstop (RLIMIT_DATA): {e}"));
-    }
 
     let (function, form) = match engine.compile(&start.code) {
         Ok(compiled) => compiled,
@@ -65,11 +65,24 @@ pub fn run(engine: &mut Engine, channel: WorkerChannel, start: StartProgram, bas
         Err(e) => crate::fail(&format!("cannot start the event loop: {e}")),
     };
 
-    let result = event_loop.block_on(async {
-        let receiver = match receiver.async_receiver() {
+    let receiver = {
+        let _runtime = event_loop.enter();
+        match receiver.async_receiver() {
             Ok(r) => r,
             Err(e) => crate::fail(&format!("cannot read the host channel: {e}")),
-        };
+        }
+    };
+
+    // The event loop and the watchdog exist: lock the process down before user code.
+    let rlimits = rlimits::worker_rlimits(
+        memory::os_backstop_bytes(base_data_bytes, limits.memory_bytes),
+        limits.wall_clock_ms.div_ceil(1000).max(1).saturating_add(1),
+    );
+    if let Err(e) = sandbox::lock_worker(policy, &rlimits) {
+        crate::fail(&e.to_string());
+    }
+
+    let result = event_loop.block_on(async {
         let driver = match engine.runtime.op_state().borrow().try_borrow::<Driver>() {
             Some(d) => d.0.clone(),
             None => crate::fail("the driver is missing"),

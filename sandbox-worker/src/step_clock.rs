@@ -83,9 +83,23 @@ impl StepClock {
     }
 
     /// Starts the watchdog thread that terminates `isolate` when a step runs too long.
+    ///
+    /// Returns once the thread runs: its start-up system calls (robust futex list,
+    /// rseq, signal stack) are done before the worker's seccomp filter, which does not
+    /// allow them, is installed.
     pub fn spawn_watchdog(self: &Arc<Self>, isolate: IsolateHandle) -> std::io::Result<()> {
         let clock = Arc::clone(self);
-        std::thread::Builder::new().name("step-watchdog".into()).stack_size(64 * 1024).spawn(move || loop {
+        let (started_tx, started_rx) = std::sync::mpsc::sync_channel::<()>(1);
+        std::thread::Builder::new().name("step-watchdog".into()).stack_size(64 * 1024).spawn(move || {
+            let _ = started_tx.send(());
+            clock.watch(isolate)
+        })?;
+        started_rx.recv().map_err(|_| std::io::Error::other("the step watchdog did not start"))
+    }
+
+    fn watch(&self, isolate: IsolateHandle) -> ! {
+        let clock = self;
+        loop {
             let used = clock.used();
             if used >= clock.limit {
                 clock.tripped.store(true, Ordering::Release);
@@ -99,8 +113,7 @@ impl StepClock {
             // Running time cannot grow faster than wall time: sleep until the earliest
             // moment the limit could be reached, then look again.
             std::thread::sleep((clock.limit - used).max(Duration::from_millis(1)));
-        })?;
-        Ok(())
+        }
     }
 }
 
