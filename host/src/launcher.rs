@@ -21,6 +21,7 @@ use protocol::FrameError;
 use tokio::io::unix::AsyncFd;
 use tokio::sync::Mutex;
 
+use crate::cgroups::{PoolCgroup, PoolLimits};
 use crate::worker_process::WorkerProcess;
 
 /// Whether every sandbox layer must apply.
@@ -32,6 +33,8 @@ pub enum SandboxPolicy {
     Required,
     /// Run with the layers this machine can apply; every outcome lists the missing ones.
     InsecureAllowWeaker,
+    /// No sandbox at all. Only for measuring what the sandbox costs; every outcome says so.
+    InsecureDisabled,
 }
 
 impl SandboxPolicy {
@@ -39,6 +42,7 @@ impl SandboxPolicy {
         match self {
             SandboxPolicy::Required => "required",
             SandboxPolicy::InsecureAllowWeaker => "allow-weaker",
+            SandboxPolicy::InsecureDisabled => "disabled",
         }
     }
 }
@@ -94,16 +98,30 @@ fn nix_os(what: &'static str) -> impl FnOnce(nix::Error) -> LaunchError {
     move |e| LaunchError::Os { what, source: std::io::Error::from_raw_os_error(e as i32) }
 }
 
+/// The pool cgroup's ceilings: a backstop behind each program's own limits.
+const POOL_LIMITS: PoolLimits = PoolLimits { memory_bytes: 16 * 1024 * 1024 * 1024, pids: 4096 };
+
+fn join_cgroup(cgroup: Option<&PoolCgroup>, pid: i32) {
+    if let Some(group) = cgroup {
+        if let Err(why) = group.add(pid) {
+            tracing::warn!("worker {pid} stays outside the pool cgroup: {why}");
+        }
+    }
+}
+
 /// How long the template may take to initialise.
 const TEMPLATE_READY_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// Starts workers in the configured mode.
 pub struct Launcher {
+    // Dropped first: killing and reaping the template empties the pool cgroup,
+    // which can then be removed.
+    template: Mutex<Option<Template>>,
     worker: PathBuf,
     mode: LaunchMode,
     sandbox: SandboxPolicy,
-    template: Mutex<Option<Template>>,
     missing_layers: std::sync::Mutex<Vec<String>>,
+    cgroup: Result<PoolCgroup, String>,
 }
 
 impl Launcher {
@@ -116,12 +134,24 @@ impl Launcher {
             },
             other => other,
         };
+        let cgroup = match sandbox {
+            SandboxPolicy::InsecureDisabled => Err("disabled by the host".to_string()),
+            _ => PoolCgroup::create(&format!("codemode-{}", std::process::id()), POOL_LIMITS),
+        };
+        if let Err(why) = &cgroup {
+            tracing::info!("no pool cgroup: {why}");
+        }
         let template = match mode {
-            LaunchMode::Template => Some(Template::start(&worker, sandbox).await?),
+            LaunchMode::Template => Some(Template::start(&worker, sandbox, cgroup.as_ref().ok()).await?),
             _ => None,
         };
         let missing = template.as_ref().map(|t| t.missing_layers.clone()).unwrap_or_default();
-        Ok(Self { worker, mode, sandbox, template: Mutex::new(template), missing_layers: std::sync::Mutex::new(missing) })
+        Ok(Self { worker, mode, sandbox, cgroup, template: Mutex::new(template), missing_layers: std::sync::Mutex::new(missing) })
+    }
+
+    /// The pool cgroup, or why there is none.
+    pub fn cgroup(&self) -> Result<&PoolCgroup, &str> {
+        self.cgroup.as_ref().map_err(String::as_str)
     }
 
     /// Sandbox layers the template reported missing (empty under [`SandboxPolicy::Required`]).
@@ -137,7 +167,7 @@ impl Launcher {
     /// Starts one worker whose channel is `channel` (the worker's end).
     pub async fn launch(&self, channel: OwnedFd) -> Result<WorkerProcess, LaunchError> {
         match self.mode {
-            LaunchMode::Spawn => spawn_worker(&self.worker, channel, self.sandbox),
+            LaunchMode::Spawn => spawn_worker(&self.worker, channel, self.sandbox, self.cgroup.as_ref().ok()),
             _ => {
                 let mut guard = self.template.lock().await;
                 if let Some(template) = guard.as_mut() {
@@ -147,7 +177,7 @@ impl Launcher {
                     }
                 }
                 *guard = None;
-                let mut template = Template::start(&self.worker, self.sandbox).await?;
+                let mut template = Template::start(&self.worker, self.sandbox, self.cgroup.as_ref().ok()).await?;
                 let pid = template.fork(channel.as_fd()).await?;
                 if let Ok(mut m) = self.missing_layers.lock() {
                     m.clone_from(&template.missing_layers);
@@ -202,11 +232,12 @@ fn worker_command(worker: &Path, fd: &OwnedFd, args: &[&str], sandbox: SandboxPo
     cmd
 }
 
-fn spawn_worker(worker: &Path, channel: OwnedFd, sandbox: SandboxPolicy) -> Result<WorkerProcess, LaunchError> {
+fn spawn_worker(worker: &Path, channel: OwnedFd, sandbox: SandboxPolicy, cgroup: Option<&PoolCgroup>) -> Result<WorkerProcess, LaunchError> {
     let child = worker_command(worker, &channel, &["run", "--channel-fd", "3"], sandbox)
         .spawn()
         .map_err(|source| LaunchError::Exec { path: worker.into(), source })?;
     let pid = child.id() as i32;
+    join_cgroup(cgroup, pid);
     // `std::process::Child` neither kills nor reaps on drop; the WorkerProcess does both.
     drop(child);
     WorkerProcess::adopt(pid).map_err(os("pidfd_open"))
@@ -220,7 +251,7 @@ struct Template {
 }
 
 impl Template {
-    async fn start(worker: &Path, sandbox: SandboxPolicy) -> Result<Self, LaunchError> {
+    async fn start(worker: &Path, sandbox: SandboxPolicy, cgroup: Option<&PoolCgroup>) -> Result<Self, LaunchError> {
         let (ours, theirs) = socketpair(AddressFamily::Unix, SockType::SeqPacket, None, SockFlag::SOCK_CLOEXEC).map_err(nix_os("socketpair"))?;
         // Only the host's end is non-blocking; the template reads its end blocking.
         let flags = nix::fcntl::fcntl(&ours, nix::fcntl::FcntlArg::F_GETFL).map_err(nix_os("fcntl"))?;
@@ -230,6 +261,8 @@ impl Template {
             .spawn()
             .map_err(|source| LaunchError::Exec { path: worker.into(), source })?;
         drop(theirs);
+        // Into the pool cgroup before it forks anything: every worker inherits it.
+        join_cgroup(cgroup, child.id() as i32);
         let process = WorkerProcess::adopt(child.id() as i32).map_err(os("pidfd_open"))?;
         drop(child);
         // SAFETY: the AsyncFd owns the descriptor and nothing replaces or closes it while registered.

@@ -25,11 +25,13 @@
 //! ```
 
 pub mod catalog;
+pub mod cgroups;
 pub mod examples;
 pub mod executor;
 pub mod launcher;
 pub mod limits;
 pub mod outcome;
+pub mod sandbox_report;
 pub mod worker_process;
 
 pub use catalog::{CallContext, Catalog, CatalogError, Content, Tool, ToolDefinition, ToolHandler, ToolResult};

@@ -12,7 +12,7 @@ use std::time::Duration;
 use anyhow::Context;
 use clap::{Args, Parser, Subcommand};
 use codemode::examples::example_catalog;
-use codemode::{Catalog, Executor, LaunchMode, Limits, OutcomeKind};
+use codemode::{Catalog, Executor, LaunchMode, Limits, OutcomeKind, SandboxPolicy};
 
 #[derive(Parser)]
 #[command(name = "codemode", version, about = "Runs agent-written JavaScript programs in sandboxed workers")]
@@ -28,6 +28,31 @@ struct Cli {
 enum Command {
     /// Run one program (a file, or - for standard input) and print its result.
     Run(RunArgs),
+    /// Print each sandbox layer, whether it is active on this machine, and why not.
+    SandboxCheck {
+        /// The sandbox-worker binary (default: $CODEMODE_WORKER, or next to codemode).
+        #[arg(long)]
+        worker: Option<PathBuf>,
+    },
+    /// Run a native payload under exactly the worker's policy (for escape testing).
+    ///
+    /// PAYLOAD is a shared object exporting `int codemode_payload(int argc, char **argv)`
+    /// (build it with `cc -shared -fPIC`). It is loaded before the sandbox hides the
+    /// filesystem, then called inside a worker set up like every program's: its own pid
+    /// namespace, an empty read-only root, Landlock, no capabilities, the resource limits
+    /// and the worker's seccomp table. It keeps standard output and error to report;
+    /// its exit code (or the signal that killed it) is codemode's.
+    SandboxExec {
+        /// Run even if some sandbox layers cannot be applied (they are listed on stderr).
+        #[arg(long)]
+        insecure_allow_weaker_sandbox: bool,
+        /// The sandbox-worker binary (default: $CODEMODE_WORKER, or next to codemode).
+        #[arg(long)]
+        worker: Option<PathBuf>,
+        /// The payload and its arguments.
+        #[arg(last = true, required = true)]
+        payload: Vec<String>,
+    },
 }
 
 #[derive(Args)]
@@ -58,6 +83,10 @@ struct RunArgs {
     /// Console output kept, in bytes.
     #[arg(long, value_name = "BYTES")]
     console_bytes: Option<u64>,
+    /// Run even if some sandbox layers cannot be applied on this machine. Every outcome
+    /// then names the missing layers. Never use this where programs are untrusted.
+    #[arg(long)]
+    insecure_allow_weaker_sandbox: bool,
 }
 
 impl RunArgs {
@@ -97,12 +126,15 @@ async fn run(args: RunArgs) -> anyhow::Result<i32> {
         std::fs::read_to_string(&args.file).with_context(|| format!("reading the program {}", args.file))?
     };
     let catalog = if args.example_tools { example_catalog() } else { Catalog::new() };
-    let mut builder = Executor::builder().launch_mode(args.launch).limits(args.limits()).catalog(catalog);
+    let sandbox = if args.insecure_allow_weaker_sandbox { SandboxPolicy::InsecureAllowWeaker } else { SandboxPolicy::Required };
+    let mut builder = Executor::builder().launch_mode(args.launch).limits(args.limits()).catalog(catalog).sandbox(sandbox);
     if let Some(w) = &args.worker {
         builder = builder.worker_path(w);
     }
     let executor = builder.build().await.context("starting the executor")?;
     let outcome = executor.run(&code).await;
+    // Ends the template and removes the pool cgroup before the process exits.
+    drop(executor);
     let text = if args.json { serde_json::to_string_pretty(&outcome)? } else { outcome.agent_text() };
     print_result(&text)?;
     Ok(exit_code(&outcome.kind))
@@ -137,6 +169,11 @@ fn main() {
     let code = runtime.block_on(async {
         match cli.command {
             Command::Run(args) => run(args).await,
+            Command::SandboxCheck { worker } => codemode::sandbox_report::check(&worker.unwrap_or_else(codemode::default_worker_path)),
+            Command::SandboxExec { insecure_allow_weaker_sandbox, worker, payload } => {
+                let policy = if insecure_allow_weaker_sandbox { SandboxPolicy::InsecureAllowWeaker } else { SandboxPolicy::Required };
+                codemode::sandbox_report::exec(&worker.unwrap_or_else(codemode::default_worker_path), policy, &payload)
+            }
         }
     });
     match code {

@@ -2,7 +2,7 @@
 //!
 //! The host holds a [`FromWorker`] and a [`ToWorker`] and can only receive
 //! [`WorkerToHost`] and send [`HostToWorker`]; the worker holds a [`WorkerChannel`]
-//! (and, inside its event loop, a [`FromHost`]) with the mirror image. A message of the
+//! with the mirror image. A message of the
 //! wrong direction does not type-check on the sender and fails to decode on the
 //! receiver.
 //!
@@ -332,35 +332,30 @@ impl WorkerChannel {
         Ok(())
     }
 
-    /// A second handle on the same socket.
-    pub fn try_clone(&self) -> io::Result<Self> {
-        Ok(Self { stream: self.stream.try_clone()?, max_frame: self.max_frame })
-    }
-
-    /// A receiver on the same socket for the event loop. Must be called inside a tokio
-    /// runtime; it makes the (shared) socket non-blocking.
-    #[cfg(feature = "tokio")]
-    pub fn async_receiver(&self) -> io::Result<FromHost> {
-        let fd = OwnedFd::from(self.stream.try_clone()?);
-        Ok(FromHost(FrameReceiver::new(fd, self.max_frame)?))
+    /// Blocks until the host's next message, busy-polling for up to `budget` first.
+    ///
+    /// Waking a sleeping process costs tens of microseconds on small VMs, more than a
+    /// whole tool call; when an answer is expected within microseconds, a short busy
+    /// poll avoids that cost. A zero budget blocks at once.
+    pub fn recv_from_host_busy_poll(&mut self, budget: std::time::Duration) -> Result<HostToWorker, FrameError> {
+        if !budget.is_zero() {
+            let until = std::time::Instant::now() + budget;
+            while !readable_now(&self.stream)? && std::time::Instant::now() < until {
+                std::hint::spin_loop();
+            }
+        }
+        self.recv_from_host_blocking()
     }
 }
 
-/// Receives the host's messages inside the worker's event loop.
-#[cfg(feature = "tokio")]
-pub struct FromHost(FrameReceiver<HostToWorker>);
-
-#[cfg(feature = "tokio")]
-impl FromHost {
-    /// Waits for the host's next message (cancellation-safe).
-    pub async fn recv_from_host(&mut self) -> Result<HostToWorker, FrameError> {
-        self.0.recv().await
-    }
-
-    /// Waits for the host's next message, busy-polling for up to `budget` first
-    /// (see [`FrameReceiver::recv_busy_poll`]).
-    pub async fn recv_from_host_busy_poll(&mut self, budget: std::time::Duration) -> Result<HostToWorker, FrameError> {
-        self.0.recv_busy_poll(budget).await
+/// True when the socket has data (or end of file) to read right now.
+fn readable_now(stream: &StdUnixStream) -> io::Result<bool> {
+    use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
+    let mut fds = [PollFd::new(stream.as_fd(), PollFlags::POLLIN)];
+    match poll(&mut fds, PollTimeout::ZERO) {
+        Ok(n) => Ok(n > 0),
+        Err(nix::errno::Errno::EINTR) => Ok(false),
+        Err(e) => Err(io::Error::from_raw_os_error(e as i32)),
     }
 }
 
@@ -410,13 +405,12 @@ mod tests {
         let (h, w) = pair();
         let (mut from_worker, mut to_worker) = HostChannel::open(h, 1 << 20).unwrap();
         let mut worker = WorkerChannel::new(w, 1 << 20);
-        let mut rx = worker.async_receiver().unwrap();
 
         to_worker
             .send_to_worker(&HostToWorker::ToolAnswer { call_id: 9, answer: ToolAnswer::Resolve(RawValue::from_string("42".into()).unwrap()) })
             .await
             .unwrap();
-        match rx.recv_from_host().await.unwrap() {
+        match worker.recv_from_host_busy_poll(std::time::Duration::from_micros(50)).unwrap() {
             HostToWorker::ToolAnswer { call_id: 9, answer: ToolAnswer::Resolve(v) } => assert_eq!(v.get(), "42"),
             other => panic!("{other:?}"),
         }
@@ -431,7 +425,6 @@ mod tests {
             other => panic!("{other:?}"),
         }
         drop(worker);
-        drop(rx);
         assert!(matches!(from_worker.recv_from_worker().await, Err(FrameError::Closed)));
     }
 
@@ -504,7 +497,7 @@ mod tests {
     async fn worker_send_waits_for_space_on_a_full_nonblocking_socket() {
         let (h, w) = pair();
         let mut worker = WorkerChannel::new(w, 1 << 20);
-        let _rx = worker.async_receiver().unwrap(); // makes the shared socket non-blocking
+        worker.stream.set_nonblocking(true).unwrap(); // writes must still complete
         let big = "x".repeat(600_000);
         let sender = std::thread::spawn(move || {
             for _ in 0..4 {

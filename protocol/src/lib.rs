@@ -23,6 +23,6 @@ pub mod template;
 
 pub use channel::WorkerChannel;
 #[cfg(feature = "tokio")]
-pub use channel::{FromHost, FromWorker, HostChannel, ToWorker};
+pub use channel::{FromWorker, HostChannel, ToWorker};
 pub use frame::{FrameError, MAX_FRAME_BYTES};
 pub use message::*;

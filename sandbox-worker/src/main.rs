@@ -7,7 +7,7 @@
 //! sandbox-worker probe                                                   report the sandbox layers
 //! sandbox-worker info                                                    print {"engine": ...}
 //! ```
-//! `S` is `required` (default) or `allow-weaker`.
+//! `S` is `required` (default), `allow-weaker` or `disabled` (for measuring the sandbox's cost).
 
 use std::os::fd::{FromRawFd, OwnedFd, RawFd};
 
@@ -29,6 +29,7 @@ fn strictness(args: &[String]) -> Strictness {
     match value(args, "--sandbox") {
         None | Some("required") => Strictness::Required,
         Some("allow-weaker") => Strictness::AllowWeaker,
+        Some("disabled") => Strictness::Disabled,
         Some(other) => fail(&format!("--sandbox must be required or allow-weaker, not {other}")),
     }
 }

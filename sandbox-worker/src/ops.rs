@@ -17,7 +17,7 @@ use deno_core::{op2, v8, OpState};
 use protocol::{ConsoleLevel, PluginTools, ToolAnswer, WorkerChannel, WorkerToHost};
 use serde::Serialize;
 use serde_json::value::RawValue;
-use tokio::sync::oneshot;
+use futures::channel::oneshot;
 
 /// Per-process link between the ops and the host: present once a program started.
 pub struct HostLink {

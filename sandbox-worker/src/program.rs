@@ -4,12 +4,14 @@
 //! 1. attach the host link (tool calls and console) to the runtime;
 //! 2. set this program's heap limit;
 //! 3. compile the program (a syntax error ends here);
-//! 4. start the step clock and its watchdog, and the event loop;
+//! 4. start the step clock and its watchdog;
 //! 5. lock the process down: resource limits (the OS memory backstop among them) and
 //!    the worker's seccomp filter, on every thread;
-//! 6. drive the program on the single-threaded event loop that also reads tool answers;
+//! 6. drive the program's event loop ([`event_loop`]), which reads tool answers from
+//!    the channel whenever the program waits for them;
 //! 7. turn what happened into a [`WorkerOutcome`], send it, and exit.
 
+use std::cell::RefCell;
 use std::rc::Rc;
 use std::sync::Arc;
 use std::time::Duration;
@@ -32,10 +34,6 @@ use crate::step_clock::StepClock;
 pub fn run(engine: &mut Engine, channel: WorkerChannel, start: StartProgram, base_data_bytes: u64, policy: &WorkerPolicy) -> ! {
     let limits = start.limits;
     let busy_poll = Duration::from_micros(start.busy_poll_us);
-    let receiver = match channel.try_clone() {
-        Ok(r) => r,
-        Err(e) => crate::fail(&format!("cannot read the host channel: {e}")),
-    };
     let link = Rc::new(HostLink::new(channel, limits.console_bytes));
     engine.runtime.op_state().borrow_mut().put(Rc::clone(&link));
 
@@ -52,28 +50,8 @@ pub fn run(engine: &mut Engine, channel: WorkerChannel, start: StartProgram, bas
     if let Err(e) = clock.spawn_watchdog(engine.runtime.v8_isolate().thread_safe_handle()) {
         crate::fail(&format!("cannot start the step watchdog: {e}"));
     }
-    let event_loop = {
-        let (park, unpark) = (Arc::clone(&clock), Arc::clone(&clock));
-        tokio::runtime::Builder::new_current_thread()
-            .enable_io()
-            .on_thread_park(move || park.on_park())
-            .on_thread_unpark(move || unpark.on_unpark())
-            .build()
-    };
-    let event_loop = match event_loop {
-        Ok(rt) => rt,
-        Err(e) => crate::fail(&format!("cannot start the event loop: {e}")),
-    };
 
-    let receiver = {
-        let _runtime = event_loop.enter();
-        match receiver.async_receiver() {
-            Ok(r) => r,
-            Err(e) => crate::fail(&format!("cannot read the host channel: {e}")),
-        }
-    };
-
-    // The event loop and the watchdog exist: lock the process down before user code.
+    // The watchdog exists: lock the process down before user code.
     let rlimits = rlimits::worker_rlimits(
         memory::os_backstop_bytes(base_data_bytes, limits.memory_bytes),
         limits.wall_clock_ms.div_ceil(1000).max(1).saturating_add(1),
@@ -82,17 +60,19 @@ pub fn run(engine: &mut Engine, channel: WorkerChannel, start: StartProgram, bas
         crate::fail(&e.to_string());
     }
 
+    let driver = match engine.runtime.op_state().borrow().try_borrow::<Driver>() {
+        Some(d) => d.0.clone(),
+        None => crate::fail("the driver is missing"),
+    };
+    let event_loop = match event_loop(&clock, busy_poll) {
+        Ok(rt) => rt,
+        Err(e) => crate::fail(&format!("cannot start the event loop: {e}")),
+    };
+    WAITING_LINK.with(|l| *l.borrow_mut() = Some(Rc::clone(&link)));
     let result = event_loop.block_on(async {
-        let driver = match engine.runtime.op_state().borrow().try_borrow::<Driver>() {
-            Some(d) => d.0.clone(),
-            None => crate::fail("the driver is missing"),
-        };
+        // Inside the runtime: the program's first tool calls start ops right away.
         let call = engine.runtime.call_with_args(&driver, &[function]);
-        let run = engine.runtime.with_event_loop_promise(Box::pin(call), PollEventLoopOptions::default());
-        tokio::select! {
-            result = run => result,
-            () = serve_answers(receiver, &link, &clock, busy_poll) => crate::exit_now(crate::EXIT_HOST_GONE),
-        }
+        engine.runtime.with_event_loop_promise(Box::pin(call), PollEventLoopOptions::default()).await
     });
 
     let finished = engine.runtime.op_state().borrow_mut().try_take::<Finish>();
@@ -100,26 +80,41 @@ pub fn run(engine: &mut Engine, channel: WorkerChannel, start: StartProgram, bas
     finish(&link, outcome)
 }
 
-/// Reads tool answers until the host goes away; each answer starts a new step.
-///
-/// While tool calls are in flight, the program's event loop has nothing else to do
-/// (it has no timers or I/O of its own), so this reader may busy-poll briefly for the
-/// next answer instead of sleeping; after each answer it yields so that the program
-/// runs first.
-async fn serve_answers(mut receiver: protocol::channel::FromHost, link: &HostLink, clock: &StepClock, busy_poll: Duration) {
-    loop {
-        let budget = if link.pending.borrow().is_empty() { Duration::ZERO } else { busy_poll };
-        match receiver.recv_from_host_busy_poll(budget).await {
-            Ok(HostToWorker::ToolAnswer { call_id, answer }) => {
-                clock.new_step();
-                if let Some(waiter) = link.pending.borrow_mut().remove(&call_id) {
-                    let _ = waiter.send(answer);
-                }
-                tokio::task::yield_now().await;
+thread_local! {
+    /// The host link, for the event loop's park hook (which must be `Send`).
+    static WAITING_LINK: RefCell<Option<Rc<HostLink>>> = const { RefCell::new(None) };
+}
+
+/// The program's event loop: a single-threaded tokio runtime with no I/O driver (so no
+/// descriptor of its own). When it has nothing left to run, the program is waiting for
+/// tool answers (it has no timers or I/O of its own), so instead of sleeping it reads
+/// the next answer from the channel, after a short busy poll; delivering the answer
+/// wakes the op that waits for it. Time spent there does not count towards the step
+/// limit; each answer starts a new step.
+fn event_loop(clock: &Arc<StepClock>, busy_poll: Duration) -> std::io::Result<tokio::runtime::Runtime> {
+    let clock = Arc::clone(clock);
+    tokio::runtime::Builder::new_current_thread().on_thread_park(move || WAITING_LINK.with(|l| wait_for_answer(l.borrow().as_deref(), &clock, busy_poll))).build()
+}
+
+fn wait_for_answer(link: Option<&HostLink>, clock: &StepClock, busy_poll: Duration) {
+    let Some(link) = link else { return };
+    if link.pending.borrow().is_empty() {
+        // Nothing in flight and nothing to run: the event loop should have reported the
+        // stuck promise itself; never sleep waiting for an answer that cannot come.
+        finish(link, WorkerOutcome::Stuck);
+    }
+    clock.on_park();
+    let message = link.channel.borrow_mut().recv_from_host_busy_poll(busy_poll);
+    clock.on_unpark();
+    match message {
+        Ok(HostToWorker::ToolAnswer { call_id, answer }) => {
+            clock.new_step();
+            if let Some(waiter) = link.pending.borrow_mut().remove(&call_id) {
+                let _ = waiter.send(answer);
             }
-            Ok(HostToWorker::Start(_)) => crate::fail("the host sent a second program"),
-            Err(_) => return,
         }
+        Ok(HostToWorker::Start(_)) => crate::fail("the host sent a second program"),
+        Err(_) => crate::exit_now(crate::EXIT_HOST_GONE),
     }
 }
 

@@ -87,8 +87,6 @@ const PROT_EXEC: u64 = libc::PROT_EXEC as u64;
 const NO_EXEC_MAPPING: &[&[ArgCheck]] = &[&[bits_clear(2, PROT_EXEC)]];
 /// sendto(2) only on the connected channel (no destination address).
 const NO_DESTINATION: &[&[ArgCheck]] = &[&[eq(4, 0)]];
-/// socketpair(2) of the unix family only.
-const UNIX_ONLY: &[&[ArgCheck]] = &[&[low32_eq(0, libc::AF_UNIX as u64)]];
 /// TIOCSTI (fake terminal input) and TIOCLINUX, on the low 32 bits of the request.
 const TTY_INJECTION: &[ArgCheck] = &[low32_eq(1, libc::TIOCSTI), low32_eq(1, libc::TIOCLINUX as u64)];
 /// Thread creation flags as std and glibc use them (no new process, no namespace).
@@ -115,20 +113,15 @@ pub fn worker_table(engine_generates_code: bool) -> Vec<Entry> {
         entry!(SYS_write, Verdict::Allow, "tool calls, console output and the outcome leave on the channel"),
         entry!(SYS_recvfrom, Verdict::Allow, "std's socket reads use recv(2)"),
         entry!(SYS_sendto, Verdict::AllowIf(NO_DESTINATION), "std's socket writes use send(2); never to an address"),
-        entry!(SYS_poll, Verdict::Allow, "waiting for socket space when the host reads slowly"),
-        entry!(SYS_ppoll, Verdict::Allow, "the same wait, as some libc versions issue it"),
-        entry!(SYS_epoll_wait, Verdict::Allow, "the event loop waits for the host's answers"),
-        entry!(SYS_epoll_pwait, Verdict::Allow, "the same wait, as some libc versions issue it"),
-        entry!(SYS_epoll_pwait2, Verdict::Allow, "the same wait, with a timespec"),
-        entry!(SYS_epoll_ctl, Verdict::Allow, "the event loop (de)registers its own channel descriptors"),
-        entry!(SYS_close, Verdict::Allow, "dropping the event loop's own descriptors"),
+        entry!(SYS_poll, Verdict::Allow, "busy-polling for the next answer; waiting for socket space"),
+        entry!(SYS_ppoll, Verdict::Allow, "the same, as some libc versions issue it"),
         entry!(SYS_mmap, exec_rule, "the JavaScript heap and allocator arenas"),
         entry!(SYS_mprotect, exec_rule, "allocator guard pages"),
         entry!(SYS_munmap, Verdict::Allow, "returning memory"),
         entry!(SYS_mremap, Verdict::Allow, "growing large allocations"),
         entry!(SYS_brk, Verdict::Allow, "the allocator's main arena"),
         entry!(SYS_madvise, Verdict::Allow, "the allocator returns unused pages"),
-        entry!(SYS_futex, Verdict::Allow, "locks shared with the step watchdog thread"),
+        entry!(SYS_futex, Verdict::Allow, "locks shared with the step watchdog thread; the event loop's park"),
         entry!(SYS_sched_yield, Verdict::Allow, "spin loops back off"),
         entry!(SYS_clock_gettime, Verdict::Allow, "the step clock and Date.now (when the vDSO falls back)"),
         entry!(SYS_clock_nanosleep, Verdict::Allow, "the step watchdog sleeps"),
@@ -173,11 +166,7 @@ pub fn setup_table() -> Vec<Entry> {
         entry!(SYS_capget, Verdict::Allow, "dropping capabilities"),
         entry!(SYS_capset, Verdict::Allow, "dropping capabilities"),
         entry!(SYS_close_range, Verdict::Allow, "the worker closes every descriptor but its channel"),
-        entry!(SYS_dup, Verdict::Allow, "a second handle on the channel for the event loop"),
-        entry!(SYS_fcntl, Verdict::Allow, "making the channel non-blocking"),
-        entry!(SYS_epoll_create1, Verdict::Allow, "the worker's event loop"),
-        entry!(SYS_eventfd2, Verdict::Allow, "the worker's event loop wake-up"),
-        entry!(SYS_socketpair, Verdict::AllowIf(UNIX_ONLY), "the event loop's signal self-pipe (a unix pair, connected to nothing else)"),
+        entry!(SYS_close, Verdict::Allow, "the template drops its copy of a worker's channel"),
         entry!(SYS_seccomp, Verdict::Allow, "the worker installs its own, stricter filter"),
         entry!(SYS_getppid, Verdict::Allow, "the parent check after the parent-death signal"),
         entry!(SYS_openat, Verdict::Refuse(libc::EACCES), "the spawn path's engine probes /proc as it starts; nothing is there to open (Landlock denies it too)"),
