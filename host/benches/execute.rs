@@ -2,7 +2,7 @@
 //!
 //! Prints p50 and p95 of:
 //! - the whole execute of a trivial program (host API call to outcome), for the
-//!   template (fork) path and the spawn path;
+//!   template (fork) path with and without the sandbox, and the spawn path;
 //! - the tool-call round trip with an in-process tool: measured at the host as the time
 //!   between consecutive calls of a program that awaits one call after another (answer
 //!   sent → JavaScript resolves → next call arrives);
@@ -12,7 +12,7 @@
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use codemode::{Catalog, Executor, LaunchMode, Tool, ToolDefinition, ToolResult};
+use codemode::{Catalog, Executor, LaunchMode, SandboxPolicy, Tool, ToolDefinition, ToolResult};
 use serde_json::json;
 
 fn percentile(sorted: &[Duration], p: f64) -> Duration {
@@ -61,10 +61,20 @@ fn main() {
     rt.block_on(async {
         let arrivals = Arc::new(Mutex::new(Vec::new()));
         let template = Executor::builder().launch_mode(LaunchMode::Template).catalog(catalog(arrivals.clone())).build().await.unwrap();
+        let unsandboxed = Executor::builder()
+            .launch_mode(LaunchMode::Template)
+            .sandbox(SandboxPolicy::InsecureDisabled)
+            .catalog(catalog(arrivals.clone()))
+            .build()
+            .await
+            .unwrap();
         let spawn = Executor::builder().launch_mode(LaunchMode::Spawn).catalog(catalog(arrivals.clone())).build().await.unwrap();
         println!("codemode execute benchmark ({} cores)", std::thread::available_parallelism().map(|n| n.get()).unwrap_or(0));
 
         let fork_p50 = report("execute, trivial program, template (fork)", execute_samples(&template, 500).await);
+        let bare_p50 = report("  the same without the sandbox", execute_samples(&unsandboxed, 500).await);
+        println!("{:<44} {:+.2} ms", "  what the sandbox adds to the p50", (fork_p50.as_secs_f64() - bare_p50.as_secs_f64()) * 1e3);
+        drop(unsandboxed);
         let spawn_p50 = report("execute, trivial program, spawn", execute_samples(&spawn, 60).await);
         println!("{:<44} {:.1}x faster than spawn", "template start-up", spawn_p50.as_secs_f64() / fork_p50.as_secs_f64());
 

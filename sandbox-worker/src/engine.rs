@@ -98,9 +98,11 @@ impl Engine {
     /// A syntax error is reported for the body form, with the program's own line and
     /// column numbers.
     pub fn compile(&mut self, code: &str) -> Result<(v8::Global<v8::Value>, ProgramForm), JsFailure> {
-        let (source, _) = wrap(code, ProgramForm::Expression);
-        if let Ok(function) = self.runtime.execute_script(PROGRAM_NAME, source) {
-            return Ok((function, ProgramForm::Expression));
+        if !starts_with_statement(code) {
+            let (source, _) = wrap(code, ProgramForm::Expression);
+            if let Some(function) = self.evaluate_quietly(&source) {
+                return Ok((function, ProgramForm::Expression));
+            }
         }
         let (source, prefix) = wrap(code, ProgramForm::Body);
         match self.runtime.execute_script(PROGRAM_NAME, source) {
@@ -108,6 +110,42 @@ impl Engine {
             Err(error) => Err(failure_from_js_error(&error, prefix)),
         }
     }
+}
+
+impl Engine {
+    /// Compiles and runs a wrapper script; `None` if it throws, without building the
+    /// detailed error (the expression form is a guess that often fails, and
+    /// deno_core's error conversion costs more than the compile).
+    fn evaluate_quietly(&mut self, source: &str) -> Option<v8::Global<v8::Value>> {
+        deno_core::scope!(scope, &mut self.runtime);
+        let source = v8::String::new(scope, source)?;
+        let name = v8::String::new(scope, PROGRAM_NAME)?;
+        let origin = v8::ScriptOrigin::new(scope, name.into(), 0, 0, false, 0, None, false, false, false, None);
+        v8::tc_scope!(let tc, scope);
+        let script = v8::Script::compile(tc, source, Some(&origin))?;
+        let value = script.run(tc)?;
+        Some(v8::Global::new(tc, value))
+    }
+}
+
+/// True when the program's first token is a keyword that can only start a statement,
+/// so the expression form cannot compile (and trying it costs a thrown SyntaxError,
+/// which is the most expensive part of starting a program).
+pub fn starts_with_statement(code: &str) -> bool {
+    const STATEMENT_KEYWORDS: [&str; 13] = ["const", "let", "var", "return", "if", "for", "while", "do", "throw", "try", "switch", "import", "export"];
+    let mut rest = code;
+    loop {
+        rest = rest.trim_start();
+        if let Some(after) = rest.strip_prefix("//") {
+            rest = after.split_once('\n').map_or("", |(_, tail)| tail);
+        } else if let Some(after) = rest.strip_prefix("/*") {
+            rest = after.split_once("*/").map_or("", |(_, tail)| tail);
+        } else {
+            break;
+        }
+    }
+    let word: &str = &rest[..rest.find(|c: char| !(c.is_ascii_alphanumeric() || c == '_' || c == '$')).unwrap_or(rest.len())];
+    STATEMENT_KEYWORDS.contains(&word)
 }
 
 impl ProgramForm {
@@ -177,6 +215,16 @@ mod tests {
     fn line1_columns_lose_the_prefix_other_lines_keep_theirs() {
         let stack = "Error: x\n    at f (program.js:1:40)\n    at program.js:3:7\n    at program.js:1:2";
         assert_eq!(fix_line1_columns(stack, 25), "Error: x\n    at f (program.js:1:15)\n    at program.js:3:7\n    at program.js:1:1");
+    }
+
+    #[test]
+    fn statement_keywords_skip_the_expression_attempt() {
+        for code in ["return 1", "const a = 1", "  // note\n/* block */ let x", "if (a) {}", "for (;;) {}", "throw 1"] {
+            assert!(starts_with_statement(code), "{code}");
+        }
+        for code in ["async (tools) => 1", "1 + 1", "await tools.a.b()", "constant", "returned()", "tools.x.y()", "", "// only a comment"] {
+            assert!(!starts_with_statement(code), "{code}");
+        }
     }
 
     #[test]

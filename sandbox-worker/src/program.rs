@@ -2,11 +2,11 @@
 //!
 //! The order, in one function ([`run`]):
 //! 1. attach the host link (tool calls and console) to the runtime;
-//! 2. set this program's heap limit;
-//! 3. compile the program (a syntax error ends here);
-//! 4. start the step clock and its watchdog;
-//! 5. lock the process down: resource limits (the OS memory backstop among them) and
+//! 2. start the step clock and its watchdog;
+//! 3. lock the process down: resource limits (the OS memory backstop among them) and
 //!    the worker's seccomp filter, on every thread;
+//! 4. compile the program (a syntax error ends here);
+//! 5. set this program's heap limit;
 //! 6. drive the program's event loop ([`event_loop`]), which reads tool answers from
 //!    the channel whenever the program waits for them;
 //! 7. turn what happened into a [`WorkerOutcome`], send it, and exit.
@@ -37,7 +37,19 @@ pub fn run(engine: &mut Engine, channel: WorkerChannel, start: StartProgram, bas
     let link = Rc::new(HostLink::new(channel, limits.console_bytes));
     engine.runtime.op_state().borrow_mut().put(Rc::clone(&link));
 
-    let memory_trip = memory::set_heap_limit(&mut engine.runtime, limits.memory_bytes);
+    let clock = StepClock::start(Duration::from_millis(limits.cpu_step_ms));
+    if let Err(e) = clock.spawn_watchdog(engine.runtime.v8_isolate().thread_safe_handle()) {
+        crate::fail(&format!("cannot start the step watchdog: {e}"));
+    }
+
+    // The watchdog exists: lock the process down before any user input is compiled.
+    let rlimits = rlimits::worker_rlimits(
+        memory::os_backstop_bytes(base_data_bytes, limits.memory_bytes),
+        limits.wall_clock_ms.div_ceil(1000).max(1).saturating_add(1),
+    );
+    if let Err(e) = sandbox::lock_worker(policy, &rlimits) {
+        crate::fail(&e.to_string());
+    }
 
     let (function, form) = match engine.compile(&start.code) {
         Ok(compiled) => compiled,
@@ -46,19 +58,9 @@ pub fn run(engine: &mut Engine, channel: WorkerChannel, start: StartProgram, bas
     let spec = ProgramSpec { catalog: start.catalog, expression: form == ProgramForm::Expression, line1_prefix: form.line1_prefix() };
     engine.runtime.op_state().borrow_mut().put(spec);
 
-    let clock = StepClock::start(Duration::from_millis(limits.cpu_step_ms));
-    if let Err(e) = clock.spawn_watchdog(engine.runtime.v8_isolate().thread_safe_handle()) {
-        crate::fail(&format!("cannot start the step watchdog: {e}"));
-    }
-
-    // The watchdog exists: lock the process down before user code.
-    let rlimits = rlimits::worker_rlimits(
-        memory::os_backstop_bytes(base_data_bytes, limits.memory_bytes),
-        limits.wall_clock_ms.div_ceil(1000).max(1).saturating_add(1),
-    );
-    if let Err(e) = sandbox::lock_worker(policy, &rlimits) {
-        crate::fail(&e.to_string());
-    }
+    // After compiling: with a near-heap-limit callback registered, the QuickJS backend
+    // measures the whole heap after every script it evaluates.
+    let memory_trip = memory::set_heap_limit(&mut engine.runtime, limits.memory_bytes);
 
     let driver = match engine.runtime.op_state().borrow().try_borrow::<Driver>() {
         Some(d) => d.0.clone(),

@@ -22,6 +22,9 @@ use crate::{die_with_host, fail, memory, program};
 pub fn serve(control: OwnedFd, host_pid: i32, strictness: Strictness) -> ! {
     die_with_host(host_pid);
     let mut engine = Engine::new(None).unwrap_or_else(|e| fail_to_host(&control, &e.to_string()));
+    // Collect garbage once now, so that a forked worker starts with a compact heap and
+    // does not begin its life with a collection that touches (and so copies) every page.
+    engine.runtime.v8_isolate().low_memory_notification();
     let base_data_bytes = memory::current_data_bytes().unwrap_or_else(|e| fail_to_host(&control, &format!("cannot measure memory: {e}")));
     match thread_count() {
         Ok(1) => {}
