@@ -57,13 +57,10 @@ pub fn check(worker: &Path) -> anyhow::Result<i32> {
             }
         }
     }
-    println!("{:<26} {:<8} {}", "pid_namespace", if all_active { "active" } else { "?" }, "each worker is pid 1 of a new pid namespace");
-    println!(
-        "{:<26} {:<8} {}",
-        "network",
-        if missing.iter().any(|(l, _)| l == "seccomp" || l == "landlock") { "WEAKER" } else { "active" },
-        "no socket(2) (seccomp) and no TCP bind/connect (Landlock): no network namespace needed"
-    );
+    let pid_ns = if all_active { "active" } else { "?" };
+    println!("{:<26} {pid_ns:<8} each worker is pid 1 of a new pid namespace", "pid_namespace");
+    let network = if missing.iter().any(|(l, _)| l == "seccomp" || l == "landlock") { "WEAKER" } else { "active" };
+    println!("{:<26} {network:<8} no socket(2) (seccomp) and no TCP bind/connect (Landlock): no network namespace needed", "network");
     match PoolCgroup::create(&format!("codemode-check-{}", std::process::id()), PoolLimits { memory_bytes: 1 << 30, pids: 64 }) {
         Ok(group) => println!(
             "{:<26} {:<8} {} memory and pids ceilings for the whole worker pool ({})",

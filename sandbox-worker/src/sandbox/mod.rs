@@ -253,3 +253,33 @@ fn die_with_parent(channel: RawFd) -> std::io::Result<()> {
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_required_layer_that_fails_stops_setup_and_says_how_to_enable_it() {
+        let mut steps = Steps::new(Strictness::Required);
+        assert!(steps.step(Layer::NoNewPrivs, Ok::<(), String>(())).is_ok());
+        let err = steps.step(Layer::Landlock, Err("landlock is not supported")).unwrap_err();
+        assert_eq!(err.layer, Layer::Landlock);
+        assert!(err.to_string().starts_with("sandbox layer Landlock could not be applied: landlock is not supported. To enable it: boot a kernel with Landlock"), "{err}");
+        assert!(steps.missing.0.is_empty());
+    }
+
+    #[test]
+    fn a_weaker_sandbox_records_what_is_missing_and_goes_on() {
+        let mut steps = Steps::new(Strictness::AllowWeaker);
+        assert!(steps.step(Layer::UserNamespace, Err("EPERM")).is_ok());
+        assert!(steps.step(Layer::Seccomp, Ok::<(), &str>(())).is_ok());
+        assert_eq!(steps.missing.0, vec![(Layer::UserNamespace, "EPERM".to_string())]);
+    }
+
+    #[test]
+    fn every_layer_has_a_hint() {
+        for layer in Layer::ALL {
+            assert!(!layer.hint().is_empty());
+        }
+    }
+}

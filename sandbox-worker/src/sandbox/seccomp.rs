@@ -88,7 +88,7 @@ const NO_EXEC_MAPPING: &[&[ArgCheck]] = &[&[bits_clear(2, PROT_EXEC)]];
 /// sendto(2) only on the connected channel (no destination address).
 const NO_DESTINATION: &[&[ArgCheck]] = &[&[eq(4, 0)]];
 /// TIOCSTI (fake terminal input) and TIOCLINUX, on the low 32 bits of the request.
-const TTY_INJECTION: &[ArgCheck] = &[low32_eq(1, libc::TIOCSTI), low32_eq(1, libc::TIOCLINUX as u64)];
+const TTY_INJECTION: &[ArgCheck] = &[low32_eq(1, libc::TIOCSTI), low32_eq(1, libc::TIOCLINUX)];
 /// Thread creation flags as std and glibc use them (no new process, no namespace).
 const THREAD_FLAGS: u64 = (libc::CLONE_VM
     | libc::CLONE_FS

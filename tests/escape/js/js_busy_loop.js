@@ -1,0 +1,4 @@
+// attack: spin forever in JavaScript
+// category: js/exhaustion
+// expect: kind=cpu_limit
+for (;;) {}

@@ -1,0 +1,10 @@
+// attack: userfaultfd, a race primitive
+// category: kernel
+// expect: signal SIGSYS
+#include "escape.h"
+
+int codemode_payload(int argc, char **argv) {
+    (void)argc;
+    (void)argv;
+    MUST_BE_KILLED(syscall(SYS_userfaultfd, 0));
+}

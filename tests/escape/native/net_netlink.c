@@ -1,0 +1,11 @@
+// attack: talk to the kernel over AF_NETLINK
+// category: network
+// expect: signal SIGSYS
+#include "escape.h"
+#include <sys/socket.h>
+
+int codemode_payload(int argc, char **argv) {
+    (void)argc;
+    (void)argv;
+    MUST_BE_KILLED(syscall(SYS_socket, AF_NETLINK, SOCK_RAW, 0));
+}
