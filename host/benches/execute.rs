@@ -28,7 +28,7 @@ fn report(name: &str, mut samples: Vec<Duration>) -> Duration {
 }
 
 fn catalog(arrivals: Arc<Mutex<Vec<Instant>>>) -> Catalog {
-    let def = |name: &str| ToolDefinition { name: name.into(), description: "bench".into(), input_schema: json!({"type": "object"}), output_schema: None };
+    let def = |name: &str| ToolDefinition::new(name, "bench", json!({"type": "object"}));
     let mut c = Catalog::new();
     c.add("bench", Tool::from_fn(def("noop"), |_, _| async { ToolResult::text("ok") })).unwrap();
     c.add(

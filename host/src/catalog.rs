@@ -113,19 +113,61 @@ where
     }
 }
 
-/// A tool's definition: the fields the program's author (and the agent) sees.
+/// A tool's definition: the fields the program's author (and the agent) sees; the
+/// shape of MCP's `Tool`.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct ToolDefinition {
     /// 1 to 64 letters, digits, `_` or `-`.
     pub name: String,
     /// What the tool does and when to use it.
+    #[serde(default)]
     pub description: String,
-    /// JSON Schema of the input (an object schema).
+    /// JSON Schema of the input (an object schema); none means an empty object.
     #[serde(rename = "inputSchema", default = "empty_object_schema")]
     pub input_schema: Value,
     /// JSON Schema of the result, when the tool returns structured data.
     #[serde(rename = "outputSchema", default, skip_serializing_if = "Option::is_none")]
     pub output_schema: Option<Value>,
+    /// A display title.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub title: Option<String>,
+    /// MCP's behaviour hints.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub annotations: Option<ToolAnnotations>,
+}
+
+/// MCP's tool annotations: hints about what a tool does, for clients and people.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ToolAnnotations {
+    /// A display title.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub title: Option<String>,
+    /// The tool does not change its environment.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub read_only_hint: Option<bool>,
+    /// The tool may destroy or overwrite things.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub destructive_hint: Option<bool>,
+    /// Calling it twice with the same input does nothing more.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub idempotent_hint: Option<bool>,
+    /// It reaches things outside (the internet).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub open_world_hint: Option<bool>,
+}
+
+impl ToolDefinition {
+    /// A definition with a name, a description and an input schema.
+    pub fn new(name: impl Into<String>, description: impl Into<String>, input_schema: Value) -> Self {
+        Self { name: name.into(), description: description.into(), input_schema, ..Self::default() }
+    }
+
+    /// The same definition with an output schema.
+    pub fn with_output_schema(mut self, schema: Value) -> Self {
+        self.output_schema = Some(schema);
+        self
+    }
 }
 
 fn empty_object_schema() -> Value {
@@ -139,6 +181,32 @@ pub struct Tool {
     pub definition: ToolDefinition,
     /// What serves its calls.
     pub handler: Arc<dyn ToolHandler>,
+    /// The compiled schemas, set when the tool joins a catalog.
+    schemas: Option<Arc<Schemas>>,
+}
+
+/// A tool's schemas, compiled once.
+struct Schemas {
+    input: jsonschema::Validator,
+    output: Option<jsonschema::Validator>,
+}
+
+/// Every validation error as `input.a.b: message`, joined by `; `.
+fn describe_errors(validator: &jsonschema::Validator, value: &Value) -> Result<(), String> {
+    let errors: Vec<String> = validator
+        .iter_errors(value)
+        .take(5)
+        .map(|e| {
+            let path = e.instance_path().to_string();
+            let field = if path.is_empty() { "input".to_string() } else { format!("input{}", path.replace('/', ".")) };
+            format!("{field}: {e}")
+        })
+        .collect();
+    if errors.is_empty() {
+        Ok(())
+    } else {
+        Err(errors.join("; "))
+    }
 }
 
 impl std::fmt::Debug for Tool {
@@ -154,7 +222,33 @@ impl Tool {
         F: Fn(Value, CallContext) -> Fut + Send + Sync + 'static,
         Fut: Future<Output = ToolResult> + Send + 'static,
     {
-        Self { definition, handler: Arc::new(FnTool(f)) }
+        Self { definition, handler: Arc::new(FnTool(f)), schemas: None }
+    }
+
+    /// A tool served by any handler.
+    pub fn new(definition: ToolDefinition, handler: Arc<dyn ToolHandler>) -> Self {
+        Self { definition, handler, schemas: None }
+    }
+
+    /// Checks `input` against the input schema. The error says which field is wrong and
+    /// what was expected, for the program (and the agent) to correct the call.
+    pub fn check_input(&self, qualified: &str, input: &Value) -> Result<(), String> {
+        match &self.schemas {
+            Some(s) => describe_errors(&s.input, input).map_err(|why| format!("invalid input for {qualified}: {why}")),
+            None => Ok(()),
+        }
+    }
+
+    /// Checks a result's `structuredContent` against the output schema, when there is one.
+    pub fn check_output(&self, qualified: &str, result: &ToolResult) -> Result<(), String> {
+        let Some(validator) = self.schemas.as_ref().and_then(|s| s.output.as_ref()) else { return Ok(()) };
+        if result.is_error {
+            return Ok(());
+        }
+        let Some(structured) = &result.structured_content else {
+            return Err(format!("{qualified} declares an outputSchema but returned no structuredContent"));
+        };
+        describe_errors(validator, structured).map_err(|why| format!("{qualified} returned a result that does not match its outputSchema: {why}"))
     }
 
     /// What the program's call resolves or rejects with, given the tool's result.
@@ -177,7 +271,7 @@ impl Tool {
     }
 }
 
-/// Why a catalog entry was refused.
+/// Why a tool definition was refused; names the plugin, the tool and the field.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 pub enum CatalogError {
     /// A plugin or tool name breaks the naming rule.
@@ -198,13 +292,17 @@ pub enum CatalogError {
         /// The tool.
         tool: String,
     },
-    /// The input schema's root is not an object schema.
-    #[error("plugin {plugin:?}, tool {tool:?}: field inputSchema must be a JSON Schema object with \"type\": \"object\"")]
-    InputSchemaNotObject {
+    /// A field of the definition is wrong.
+    #[error("plugin {plugin:?}, tool {tool:?}: field {field} {problem}")]
+    InvalidField {
         /// The plugin.
         plugin: String,
         /// The tool.
         tool: String,
+        /// The field (`description`, `inputSchema`, `outputSchema`).
+        field: &'static str,
+        /// What is wrong with it.
+        problem: String,
     },
 }
 
@@ -225,8 +323,8 @@ impl Catalog {
         Self::default()
     }
 
-    /// Adds a tool to a plugin, checking names and the input schema.
-    pub fn add(&mut self, plugin: &str, tool: Tool) -> Result<(), CatalogError> {
+    /// Adds a tool to a plugin: checks its names and fields and compiles its schemas.
+    pub fn add(&mut self, plugin: &str, mut tool: Tool) -> Result<(), CatalogError> {
         let name = tool.definition.name.clone();
         if !is_valid_name(plugin) {
             return Err(CatalogError::InvalidName { plugin: plugin.into(), what: "plugin", name: plugin.into() });
@@ -234,15 +332,51 @@ impl Catalog {
         if !is_valid_name(&name) {
             return Err(CatalogError::InvalidName { plugin: plugin.into(), what: "tool", name });
         }
-        if tool.definition.input_schema.get("type").and_then(Value::as_str) != Some("object") {
-            return Err(CatalogError::InputSchemaNotObject { plugin: plugin.into(), tool: name });
+        let invalid = |field: &'static str, problem: String| CatalogError::InvalidField { plugin: plugin.into(), tool: name.clone(), field, problem };
+        if tool.definition.description.trim().is_empty() {
+            return Err(invalid("description", "is missing: say what the tool does and when to use it".into()));
         }
+        if tool.definition.input_schema.is_null() {
+            tool.definition.input_schema = empty_object_schema();
+        }
+        if tool.definition.input_schema.get("type").and_then(Value::as_str) != Some("object") {
+            return Err(invalid("inputSchema", "must be a JSON Schema object with \"type\": \"object\"".into()));
+        }
+        let input = jsonschema::validator_for(&tool.definition.input_schema).map_err(|e| invalid("inputSchema", format!("is not a valid JSON Schema: {e}")))?;
+        let output = match &tool.definition.output_schema {
+            None => None,
+            Some(schema) if !schema.is_object() => return Err(invalid("outputSchema", "must be a JSON Schema object".into())),
+            Some(schema) => Some(jsonschema::validator_for(schema).map_err(|e| invalid("outputSchema", format!("is not a valid JSON Schema: {e}")))?),
+        };
+        tool.schemas = Some(Arc::new(Schemas { input, output }));
         let tools = self.plugins.entry(plugin.to_string()).or_default();
         if tools.contains_key(&name) {
             return Err(CatalogError::Duplicate { plugin: plugin.into(), tool: name });
         }
         tools.insert(name, tool);
         Ok(())
+    }
+
+    /// Removes a tool; true when it was there.
+    pub fn remove(&mut self, plugin: &str, tool: &str) -> bool {
+        let Some(tools) = self.plugins.get_mut(plugin) else { return false };
+        let removed = tools.remove(tool).is_some();
+        if tools.is_empty() {
+            self.plugins.remove(plugin);
+        }
+        removed
+    }
+
+    /// The name a tool goes by where tools of all plugins share one namespace (separate
+    /// tools mode, listings): its own name, or `<plugin>_<name>` when another plugin has
+    /// a tool of the same name.
+    pub fn exposed_name(&self, plugin: &str, tool: &str) -> String {
+        let shared = self.plugins.iter().filter(|(p, tools)| p.as_str() != plugin && tools.contains_key(tool)).count() > 0;
+        if shared {
+            format!("{plugin}_{tool}")
+        } else {
+            tool.to_string()
+        }
     }
 
     /// Builder form of [`Catalog::add`].
@@ -277,7 +411,7 @@ mod tests {
     use serde_json::json;
 
     fn def(name: &str, output_schema: Option<Value>) -> ToolDefinition {
-        ToolDefinition { name: name.into(), description: "d".into(), input_schema: empty_object_schema(), output_schema }
+        ToolDefinition { output_schema, ..ToolDefinition::new(name, "d", empty_object_schema()) }
     }
 
     fn tool(name: &str, output_schema: Option<Value>) -> Tool {
@@ -317,6 +451,43 @@ mod tests {
     }
 
     #[test]
+    fn inputs_are_checked_against_the_schema_naming_the_field() {
+        let mut c = Catalog::new();
+        let mut t = tool("forecast", None);
+        t.definition.input_schema = json!({"type": "object", "properties": {"city": {"type": "string"}, "days": {"type": "integer", "minimum": 1}}, "required": ["city"]});
+        c.add("weather", t).unwrap();
+        let t = c.get("weather", "forecast").unwrap();
+        assert_eq!(t.check_input("weather.forecast", &json!({"city": "Oslo", "days": 2})), Ok(()));
+        assert_eq!(t.check_input("weather.forecast", &json!({"city": 5})).unwrap_err(), "invalid input for weather.forecast: input.city: 5 is not of type \"string\"");
+        assert_eq!(t.check_input("weather.forecast", &json!({})).unwrap_err(), "invalid input for weather.forecast: input: \"city\" is a required property");
+        assert!(t.check_input("weather.forecast", &json!({"city": "x", "days": 0})).unwrap_err().contains("input.days: 0 is less than the minimum of 1"));
+    }
+
+    #[test]
+    fn outputs_are_checked_when_there_is_an_output_schema() {
+        let mut c = Catalog::new();
+        c.add("p", tool("t", Some(json!({"type": "object", "properties": {"n": {"type": "number"}}, "required": ["n"]})))).unwrap();
+        let t = c.get("p", "t").unwrap();
+        assert_eq!(t.check_output("p.t", &ToolResult::json(json!({"n": 1}))), Ok(()));
+        assert_eq!(t.check_output("p.t", &ToolResult::json(json!({"n": "one"}))).unwrap_err(), "p.t returned a result that does not match its outputSchema: input.n: \"one\" is not of type \"number\"");
+        assert_eq!(t.check_output("p.t", &ToolResult::text("x")).unwrap_err(), "p.t declares an outputSchema but returned no structuredContent");
+        assert_eq!(t.check_output("p.t", &ToolResult::error("boom")), Ok(()));
+    }
+
+    #[test]
+    fn colliding_names_are_prefixed_with_their_plugin() {
+        let mut c = Catalog::new();
+        c.add("a", tool("search", None)).unwrap();
+        c.add("b", tool("search", None)).unwrap();
+        c.add("b", tool("only", None)).unwrap();
+        assert_eq!(c.exposed_name("a", "search"), "a_search");
+        assert_eq!(c.exposed_name("b", "search"), "b_search");
+        assert_eq!(c.exposed_name("b", "only"), "only");
+        assert!(c.remove("a", "search"));
+        assert_eq!(c.exposed_name("b", "search"), "search");
+    }
+
+    #[test]
     fn names_are_checked() {
         let mut c = Catalog::new();
         assert!(c.add("my-db", tool("search-rows", None)).is_ok());
@@ -326,6 +497,12 @@ mod tests {
         let mut t = tool("y", None);
         t.definition.input_schema = json!({"type": "string"});
         assert_eq!(c.add("p", t).unwrap_err().to_string(), "plugin \"p\", tool \"y\": field inputSchema must be a JSON Schema object with \"type\": \"object\"");
+        let mut t = tool("z", None);
+        t.definition.description = " ".into();
+        assert_eq!(c.add("p", t).unwrap_err().to_string(), "plugin \"p\", tool \"z\": field description is missing: say what the tool does and when to use it");
+        let mut t = tool("w", None);
+        t.definition.input_schema = json!({"type": "object", "properties": {"a": {"type": 12}}});
+        assert!(c.add("p", t).unwrap_err().to_string().starts_with("plugin \"p\", tool \"w\": field inputSchema is not a valid JSON Schema"));
         assert_eq!(c.worker_view(), vec![PluginTools { plugin: "my-db".into(), tools: vec!["search-rows".into()] }]);
     }
 }

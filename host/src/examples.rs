@@ -12,15 +12,15 @@ use crate::catalog::{Catalog, Tool, ToolDefinition, ToolResult};
 pub fn example_catalog() -> Catalog {
     let mut catalog = Catalog::new();
     let forecast = Tool::from_fn(
-        ToolDefinition {
-            name: "forecast".into(),
-            description: "Tomorrow's forecast for a city (example data).".into(),
-            input_schema: json!({ "type": "object", "properties": { "city": { "type": "string" } }, "required": ["city"] }),
-            output_schema: Some(json!({
-                "type": "object",
-                "properties": { "city": { "type": "string" }, "high_c": { "type": "number" }, "low_c": { "type": "number" }, "sky": { "type": "string" } }
-            })),
-        },
+        ToolDefinition::new(
+            "forecast",
+            "Tomorrow's forecast for a city (example data).",
+            json!({ "type": "object", "properties": { "city": { "type": "string" } }, "required": ["city"] }),
+        )
+        .with_output_schema(json!({
+            "type": "object",
+            "properties": { "city": { "type": "string" }, "high_c": { "type": "number" }, "low_c": { "type": "number" }, "sky": { "type": "string" } }
+        })),
         |input, _| async move {
             let Some(city) = input.get("city").and_then(Value::as_str) else {
                 return ToolResult::error("forecast: `city` must be a string, for example { city: \"Oslo\" }");
@@ -32,12 +32,11 @@ pub fn example_catalog() -> Catalog {
         },
     );
     let add = Tool::from_fn(
-        ToolDefinition {
-            name: "add".into(),
-            description: "Adds two numbers.".into(),
-            input_schema: json!({ "type": "object", "properties": { "a": { "type": "number" }, "b": { "type": "number" } }, "required": ["a", "b"] }),
-            output_schema: None,
-        },
+        ToolDefinition::new(
+            "add",
+            "Adds two numbers.",
+            json!({ "type": "object", "properties": { "a": { "type": "number" }, "b": { "type": "number" } }, "required": ["a", "b"] }),
+        ),
         |input, _| async move {
             match (input.get("a").and_then(Value::as_f64), input.get("b").and_then(Value::as_f64)) {
                 (Some(a), Some(b)) => ToolResult::text(format_number(a + b)),

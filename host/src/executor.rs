@@ -430,10 +430,17 @@ async fn serve_call(catalog: Arc<Catalog>, cancel: CancellationToken, call_id: u
         Some(t) => match serde_json::from_str(input.get()) {
             Err(e) => ToolAnswer::Reject(format!("the input of {plugin}.{tool} is not JSON: {e}")),
             Ok(input) => {
+                let qualified = format!("{plugin}.{tool}");
+                if let Err(why) = t.check_input(&qualified, &input) {
+                    return (call_id, ToolAnswer::Reject(why));
+                }
                 let context = CallContext { plugin: plugin.clone(), tool: tool.clone(), call_id, cancel };
                 // A panicking tool must not take the program (or the host) down with it.
                 match std::panic::AssertUnwindSafe(t.handler.call(input, context)).catch_unwind().await {
-                    Ok(result) => t.answer(&result),
+                    Ok(result) => match t.check_output(&qualified, &result) {
+                        Ok(()) => t.answer(&result),
+                        Err(why) => ToolAnswer::Reject(why),
+                    },
                     Err(_) => ToolAnswer::Reject(format!("tool {plugin}.{tool} crashed")),
                 }
             }

@@ -15,7 +15,7 @@
 //! use serde_json::json;
 //!
 //! let add = Tool::from_fn(
-//!     ToolDefinition { name: "add".into(), description: "Adds a and b.".into(), input_schema: json!({"type": "object"}), output_schema: None },
+//!     ToolDefinition::new("add", "Adds a and b.", json!({"type": "object"})),
 //!     |input, _ctx| async move { ToolResult::text((input["a"].as_f64().unwrap_or(0.0) + input["b"].as_f64().unwrap_or(0.0)).to_string()) },
 //! );
 //! let executor = Executor::builder().catalog(Catalog::new().with("math", add)?).build().await?;
@@ -25,13 +25,16 @@
 //! ```
 
 pub mod catalog;
+pub mod config;
 pub mod cgroups;
 pub mod examples;
 pub mod executor;
 pub mod launcher;
 pub mod limits;
 pub mod outcome;
+pub mod plugins;
 pub mod sandbox_report;
+pub mod signature;
 pub mod worker_process;
 
 pub use catalog::{CallContext, Catalog, CatalogError, Content, Tool, ToolDefinition, ToolHandler, ToolResult};

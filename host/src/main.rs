@@ -12,6 +12,11 @@ use std::time::Duration;
 use anyhow::Context;
 use clap::{Args, Parser, Subcommand};
 use codemode::examples::example_catalog;
+use std::sync::Arc;
+
+use codemode::config::Config;
+use codemode::plugins::process::ProcessPlugin;
+use codemode::plugins::PluginHost;
 use codemode::{Catalog, Executor, LaunchMode, Limits, OutcomeKind, SandboxPolicy};
 
 #[derive(Parser)]
@@ -28,6 +33,15 @@ struct Cli {
 enum Command {
     /// Run one program (a file, or - for standard input) and print its result.
     Run(RunArgs),
+    /// List the tools a program may call, with their signatures.
+    Tools {
+        /// The configuration file (plugins and limits).
+        #[arg(long, short)]
+        config: Option<PathBuf>,
+        /// Offer the bundled example tools (weather.forecast, math.add).
+        #[arg(long)]
+        example_tools: bool,
+    },
     /// Print each sandbox layer, whether it is active on this machine, and why not.
     SandboxCheck {
         /// The sandbox-worker binary (default: $CODEMODE_WORKER, or next to codemode).
@@ -65,6 +79,9 @@ struct RunArgs {
     /// Offer the bundled example tools (weather.forecast, math.add).
     #[arg(long)]
     example_tools: bool,
+    /// The configuration file (plugins and limits).
+    #[arg(long, short)]
+    config: Option<PathBuf>,
     /// How workers start.
     #[arg(long, value_enum, default_value_t = LaunchMode::Auto)]
     launch: LaunchMode,
@@ -90,8 +107,7 @@ struct RunArgs {
 }
 
 impl RunArgs {
-    fn limits(&self) -> Limits {
-        let mut limits = Limits::default();
+    fn limits(&self, mut limits: Limits) -> Limits {
         if let Some(m) = self.memory_mib {
             limits.memory_bytes = m * codemode::limits::MIB;
         }
@@ -106,6 +122,38 @@ impl RunArgs {
         }
         limits
     }
+}
+
+fn load_config(path: Option<&std::path::Path>) -> anyhow::Result<Config> {
+    match path {
+        Some(p) => Ok(Config::load(p)?),
+        None => Ok(Config::default()),
+    }
+}
+
+fn plugin_host(config: &Config, example_tools: bool) -> PluginHost {
+    let base = if example_tools || config.example_tools { example_catalog() } else { Catalog::new() };
+    PluginHost::new(base, config.process_plugins().into_iter().map(ProcessPlugin::new).collect())
+}
+
+/// `codemode tools`: every tool as `tools.<plugin>.<tool>(input) -> output`.
+async fn list_tools(config: Option<PathBuf>, example_tools: bool) -> anyhow::Result<i32> {
+    let config = load_config(config.as_deref())?;
+    let (catalog, problems) = plugin_host(&config, example_tools).catalog().await;
+    let mut out = String::new();
+    for (plugin, tools) in catalog.plugins() {
+        for tool in tools {
+            let d = &tool.definition;
+            let output = d.output_schema.as_ref().map_or("string".to_string(), codemode::signature::type_of);
+            out.push_str(&format!("tools.{plugin}.{}({}) -> {output}\n", d.name, codemode::signature::type_of(&d.input_schema)));
+            out.push_str(&format!("    {}\n", d.description.lines().next().unwrap_or_default()));
+        }
+    }
+    for p in &problems {
+        out.push_str(&format!("! plugin {} is unavailable: {}\n", p.plugin, p.reason));
+    }
+    print_result(out.trim_end())?;
+    Ok(if problems.is_empty() { 0 } else { 1 })
 }
 
 fn exit_code(kind: &OutcomeKind) -> i32 {
@@ -125,15 +173,19 @@ async fn run(args: RunArgs) -> anyhow::Result<i32> {
     } else {
         std::fs::read_to_string(&args.file).with_context(|| format!("reading the program {}", args.file))?
     };
-    let catalog = if args.example_tools { example_catalog() } else { Catalog::new() };
+    let config = load_config(args.config.as_deref())?;
+    let plugins = Arc::new(plugin_host(&config, args.example_tools));
+    let (catalog, _problems) = plugins.catalog().await;
     let sandbox = if args.insecure_allow_weaker_sandbox { SandboxPolicy::InsecureAllowWeaker } else { SandboxPolicy::Required };
-    let mut builder = Executor::builder().launch_mode(args.launch).limits(args.limits()).catalog(catalog).sandbox(sandbox);
+    let mut builder = Executor::builder().launch_mode(args.launch).limits(args.limits(config.limits())).catalog(catalog).sandbox(sandbox);
     if let Some(w) = &args.worker {
         builder = builder.worker_path(w);
     }
-    let executor = builder.build().await.context("starting the executor")?;
+    let executor = Arc::new(builder.build().await.context("starting the executor")?);
+    plugins.keep_current(Arc::clone(&executor));
     let outcome = executor.run(&code).await;
-    // Ends the template and removes the pool cgroup before the process exits.
+    // Ends the template (and the plugins) and removes the pool cgroup before exiting.
+    drop(plugins);
     drop(executor);
     let text = if args.json { serde_json::to_string_pretty(&outcome)? } else { outcome.agent_text() };
     print_result(&text)?;
@@ -169,6 +221,7 @@ fn main() {
     let code = runtime.block_on(async {
         match cli.command {
             Command::Run(args) => run(args).await,
+            Command::Tools { config, example_tools } => list_tools(config, example_tools).await,
             Command::SandboxCheck { worker } => codemode::sandbox_report::check(&worker.unwrap_or_else(codemode::default_worker_path)),
             Command::SandboxExec { insecure_allow_weaker_sandbox, worker, payload } => {
                 let policy = if insecure_allow_weaker_sandbox { SandboxPolicy::InsecureAllowWeaker } else { SandboxPolicy::Required };

@@ -8,7 +8,7 @@ use codemode::{Catalog, Content, Executor, LaunchMode, Limits, Outcome, OutcomeK
 use serde_json::{json, Value};
 
 pub fn def(name: &str, output_schema: Option<Value>) -> ToolDefinition {
-    ToolDefinition { name: name.into(), description: format!("test tool {name}"), input_schema: json!({"type": "object"}), output_schema }
+    ToolDefinition { output_schema, ..ToolDefinition::new(name, format!("test tool {name}"), json!({"type": "object"})) }
 }
 
 /// Tools that exercise every result shape and timing the tests need.

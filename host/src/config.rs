@@ -1,0 +1,228 @@
+//! The configuration file (TOML) that `codemode run`, `codemode tools` and the MCP
+//! server read: the limits and the plugins.
+//!
+//! ```toml
+//! [limits]
+//! memory_mib = 256
+//! cpu_step_ms = 10000
+//! wall_clock_ms = 900000
+//! console_bytes = 65536
+//!
+//! [[plugin]]
+//! name = "py-tools"
+//! kind = "process"
+//! command = "python3"
+//! args = ["plugins/py-tools/plugin.py"]   # relative paths are relative to this file
+//! timeout_ms = 30000
+//! ```
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde::Deserialize;
+
+use crate::limits::{Limits, MIB};
+use crate::plugins::process::ProcessConfig;
+
+/// The whole file.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Config {
+    /// Limit overrides.
+    #[serde(default)]
+    pub limits: LimitsConfig,
+    /// The plugins.
+    #[serde(default, rename = "plugin")]
+    pub plugins: Vec<PluginConfig>,
+    /// Offer the bundled in-process example tools (weather.forecast, math.add).
+    #[serde(default)]
+    pub example_tools: bool,
+    /// The folder relative paths are resolved against (the file's own).
+    #[serde(skip)]
+    pub base_dir: PathBuf,
+}
+
+/// `[limits]`: each one optional; the defaults are [`Limits::default`].
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LimitsConfig {
+    /// Memory, in MiB.
+    pub memory_mib: Option<u64>,
+    /// JavaScript time between two tool answers, in ms.
+    pub cpu_step_ms: Option<u64>,
+    /// Total time, in ms.
+    pub wall_clock_ms: Option<u64>,
+    /// Console output kept, in bytes.
+    pub console_bytes: Option<u64>,
+    /// Largest returned value, in bytes.
+    pub result_bytes: Option<u64>,
+}
+
+/// One `[[plugin]]`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PluginConfig {
+    /// `tools.<name>`.
+    pub name: String,
+    /// The runtime.
+    pub kind: PluginKind,
+    /// The executable (process plugins).
+    pub command: Option<String>,
+    /// Its arguments.
+    #[serde(default)]
+    pub args: Vec<String>,
+    /// Environment variables for it.
+    #[serde(default)]
+    pub env: std::collections::BTreeMap<String, String>,
+    /// Per-call time limit, in ms (default 30 s).
+    pub timeout_ms: Option<u64>,
+    /// Off: the plugin is configured but not started.
+    #[serde(default = "yes")]
+    pub enabled: bool,
+}
+
+fn yes() -> bool {
+    true
+}
+
+/// Which runtime serves a plugin.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum PluginKind {
+    /// An executable speaking JSON-RPC over stdio.
+    Process,
+}
+
+/// Why the configuration could not be used.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    /// The file could not be read.
+    #[error("cannot read the configuration {path}: {source}")]
+    Read {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// The file is not valid TOML for this format.
+    #[error("the configuration {path} is invalid: {message}")]
+    Parse {
+        /// The file.
+        path: PathBuf,
+        /// What and where.
+        message: String,
+    },
+    /// A plugin entry is incomplete.
+    #[error("the configuration {path}: plugin {plugin:?}: {problem}")]
+    Plugin {
+        /// The file.
+        path: PathBuf,
+        /// The plugin.
+        plugin: String,
+        /// What is wrong.
+        problem: String,
+    },
+}
+
+impl Config {
+    /// Reads and checks a configuration file.
+    pub fn load(path: &Path) -> Result<Self, ConfigError> {
+        let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read { path: path.into(), source })?;
+        let mut config: Config = toml::from_str(&text).map_err(|e| ConfigError::Parse { path: path.into(), message: e.to_string() })?;
+        let dir = path.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
+        config.base_dir = std::fs::canonicalize(dir).map_err(|source| ConfigError::Read { path: dir.into(), source })?;
+        for plugin in &config.plugins {
+            if !crate::catalog::is_valid_name(&plugin.name) {
+                return Err(ConfigError::Plugin { path: path.into(), plugin: plugin.name.clone(), problem: "the name must be 1 to 64 letters, digits, '_' or '-'".into() });
+            }
+            if plugin.kind == PluginKind::Process && plugin.command.is_none() {
+                return Err(ConfigError::Plugin { path: path.into(), plugin: plugin.name.clone(), problem: "a process plugin needs `command`".into() });
+            }
+        }
+        Ok(config)
+    }
+
+    /// The limits, defaults overridden by `[limits]`.
+    pub fn limits(&self) -> Limits {
+        let mut limits = Limits::default();
+        let l = &self.limits;
+        if let Some(v) = l.memory_mib {
+            limits.memory_bytes = v * MIB;
+        }
+        if let Some(v) = l.cpu_step_ms {
+            limits.cpu_step = Duration::from_millis(v);
+        }
+        if let Some(v) = l.wall_clock_ms {
+            limits.wall_clock = Duration::from_millis(v);
+        }
+        if let Some(v) = l.console_bytes {
+            limits.console_bytes = v;
+        }
+        if let Some(v) = l.result_bytes {
+            limits.result_bytes = v;
+        }
+        limits
+    }
+
+    /// Resolves a path from the file against the file's folder; bare command names
+    /// (no `/`) are left for PATH.
+    fn resolve(&self, p: &str) -> PathBuf {
+        let path = Path::new(p);
+        if path.is_absolute() || !p.contains('/') {
+            path.to_path_buf()
+        } else {
+            self.base_dir.join(path)
+        }
+    }
+
+    /// The process plugins to start.
+    pub fn process_plugins(&self) -> Vec<ProcessConfig> {
+        self.plugins
+            .iter()
+            .filter(|p| p.enabled && p.kind == PluginKind::Process)
+            .map(|p| ProcessConfig {
+                name: p.name.clone(),
+                command: self.resolve(p.command.as_deref().unwrap_or_default()),
+                args: p.args.iter().map(|a| if a.contains('/') && !a.starts_with('-') { self.resolve(a).display().to_string() } else { a.clone() }).collect(),
+                env: p.env.iter().map(|(k, v)| (k.clone(), v.clone())).collect(),
+                cwd: Some(self.base_dir.clone()).filter(|d| !d.as_os_str().is_empty()),
+                call_timeout: Duration::from_millis(p.timeout_ms.unwrap_or(30_000)),
+            })
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(text: &str) -> Result<Config, ConfigError> {
+        let dir = std::env::temp_dir().join(format!("codemode-config-{}-{}", std::process::id(), text.len()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("codemode.toml");
+        std::fs::write(&path, text).unwrap();
+        Config::load(&path)
+    }
+
+    #[test]
+    fn reads_limits_and_plugins_with_paths_relative_to_the_file() {
+        let c = parse("[limits]\nmemory_mib = 64\ncpu_step_ms = 500\n\n[[plugin]]\nname = \"py\"\nkind = \"process\"\ncommand = \"python3\"\nargs = [\"plugins/py/plugin.py\", \"--flag\"]\ntimeout_ms = 2000\n").unwrap();
+        assert_eq!(c.limits().memory_bytes, 64 * MIB);
+        assert_eq!(c.limits().cpu_step, Duration::from_millis(500));
+        let p = &c.process_plugins()[0];
+        assert_eq!(p.command, PathBuf::from("python3"));
+        assert_eq!(p.args[0], c.base_dir.join("plugins/py/plugin.py").display().to_string());
+        assert_eq!(p.args[1], "--flag");
+        assert_eq!(p.call_timeout, Duration::from_millis(2000));
+    }
+
+    #[test]
+    fn mistakes_are_named() {
+        let e = parse("[[plugin]]\nname = \"x\"\nkind = \"process\"\n").unwrap_err().to_string();
+        assert!(e.ends_with("plugin \"x\": a process plugin needs `command`"), "{e}");
+        let e = parse("[[plugin]]\nname = \"bad name\"\nkind = \"process\"\ncommand = \"x\"\n").unwrap_err().to_string();
+        assert!(e.contains("the name must be 1 to 64"), "{e}");
+        let e = parse("[limits]\nmemory = 3\n").unwrap_err().to_string();
+        assert!(e.contains("unknown field `memory`"), "{e}");
+    }
+}

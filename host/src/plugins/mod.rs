@@ -1,0 +1,100 @@
+//! Plugin runtimes behind `tools.<plugin>.<tool>`.
+//!
+//! [`PluginHost`] starts the configured plugins, asks each for its tools, and builds the
+//! [`Catalog`] the executor serves from. When a plugin announces that its tools changed,
+//! the host asks it again and hands the executor a new catalog, which every later
+//! program sees. A plugin that cannot start is reported and left out; it never stops the
+//! others.
+//!
+//! Runtimes: [`process`] (any executable speaking JSON-RPC over stdio). JavaScript
+//! plugins and MCP servers are not built yet.
+
+pub mod process;
+
+use std::sync::Arc;
+
+use futures::future::BoxFuture;
+use serde_json::{json, Value};
+
+use crate::catalog::{CallContext, Catalog, Tool, ToolHandler, ToolResult};
+use crate::executor::Executor;
+use process::ProcessPlugin;
+
+/// A tool served by a process plugin.
+struct ProcessTool {
+    plugin: Arc<ProcessPlugin>,
+    tool: String,
+}
+
+impl ToolHandler for ProcessTool {
+    fn call(&self, input: Value, context: CallContext) -> BoxFuture<'static, ToolResult> {
+        let (plugin, tool) = (Arc::clone(&self.plugin), self.tool.clone());
+        Box::pin(async move {
+            let ctx = json!({ "callId": context.call_id.to_string() });
+            plugin.call_tool(&tool, input, ctx, context.cancel).await
+        })
+    }
+}
+
+/// The running plugins.
+pub struct PluginHost {
+    process: Vec<Arc<ProcessPlugin>>,
+    base: Catalog,
+}
+
+/// A plugin that could not be loaded, and why.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LoadProblem {
+    /// The plugin.
+    pub plugin: String,
+    /// What went wrong.
+    pub reason: String,
+}
+
+impl PluginHost {
+    /// Plugins on top of `base` (tools served in-process, such as the examples).
+    pub fn new(base: Catalog, process: Vec<Arc<ProcessPlugin>>) -> Self {
+        Self { process, base }
+    }
+
+    /// Asks every plugin for its tools and builds the catalog; plugins that fail are
+    /// left out and reported.
+    pub async fn catalog(&self) -> (Catalog, Vec<LoadProblem>) {
+        let mut catalog = self.base.clone();
+        let mut problems = Vec::new();
+        let lists = futures::future::join_all(self.process.iter().map(|p| async move { (p, p.list_tools().await) })).await;
+        for (plugin, list) in lists {
+            match list {
+                Err(e) => problems.push(LoadProblem { plugin: plugin.name().into(), reason: e.to_string() }),
+                Ok(definitions) => {
+                    for definition in definitions {
+                        let handler = Arc::new(ProcessTool { plugin: Arc::clone(plugin), tool: definition.name.clone() });
+                        if let Err(e) = catalog.add(plugin.name(), Tool::new(definition, handler)) {
+                            problems.push(LoadProblem { plugin: plugin.name().into(), reason: e.to_string() });
+                        }
+                    }
+                }
+            }
+        }
+        for p in &problems {
+            tracing::warn!("plugin {}: {}", p.plugin, p.reason);
+        }
+        (catalog, problems)
+    }
+
+    /// Keeps `executor`'s catalog current: whenever a plugin announces a change, the
+    /// catalog is rebuilt and replaced. Ends when the host is dropped.
+    pub fn keep_current(self: &Arc<Self>, executor: Arc<Executor>) {
+        for plugin in &self.process {
+            let mut changes = plugin.watch_changes();
+            let (host, executor) = (Arc::downgrade(self), Arc::clone(&executor));
+            tokio::spawn(async move {
+                while changes.changed().await.is_ok() {
+                    let Some(host) = host.upgrade() else { return };
+                    let (catalog, _) = host.catalog().await;
+                    executor.set_catalog(catalog);
+                }
+            });
+        }
+    }
+}

@@ -1,0 +1,360 @@
+//! Process plugins: any executable that speaks JSON-RPC 2.0 over its stdin and stdout
+//! (the wire format is in `protocol/PLUGINS.md`).
+//!
+//! [`ProcessPlugin`] owns one connection at a time. It starts the process, calls
+//! `initialize` and `tools/list`, then serves `tool/call`s concurrently. A reader task
+//! matches answers to calls by id. When the plugin exits, crashes, writes something that
+//! is not JSON-RPC, or floods its output, every call in flight fails with a clear error
+//! and the connection is dropped; the next call starts a new process, after a backoff
+//! that doubles while the plugin keeps failing. A call the host gives up (the program
+//! ended, hit a limit, or the call timed out) is followed by `tool/cancel { id }`. The
+//! host never blocks on a plugin: every wait has a timeout or a cancellation.
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::process::Stdio;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex as StdMutex};
+use std::time::{Duration, Instant};
+
+use futures::StreamExt;
+use serde_json::{json, Value};
+use tokio::io::AsyncWriteExt;
+use tokio::sync::{oneshot, Mutex};
+use tokio_util::codec::{FramedRead, LinesCodec, LinesCodecError};
+use tokio_util::sync::CancellationToken;
+
+use crate::catalog::{ToolDefinition, ToolResult};
+
+/// The longest line a plugin may write (one JSON-RPC message).
+const MAX_LINE_BYTES: usize = 16 * 1024 * 1024;
+/// How long `initialize` and `tools/list` may take.
+const SETUP_TIMEOUT: Duration = Duration::from_secs(20);
+/// The first restart delay after a failure; it doubles up to [`MAX_BACKOFF`].
+const FIRST_BACKOFF: Duration = Duration::from_millis(100);
+const MAX_BACKOFF: Duration = Duration::from_secs(10);
+
+/// How to start a process plugin.
+#[derive(Debug, Clone)]
+pub struct ProcessConfig {
+    /// The plugin's name (`tools.<name>`).
+    pub name: String,
+    /// The executable.
+    pub command: PathBuf,
+    /// Its arguments.
+    pub args: Vec<String>,
+    /// Extra environment variables (the rest of the host's environment is not passed).
+    pub env: Vec<(String, String)>,
+    /// Working directory.
+    pub cwd: Option<PathBuf>,
+    /// Longest a tool call may take before the host gives it up.
+    pub call_timeout: Duration,
+}
+
+/// Why a plugin request failed.
+#[derive(Debug, Clone, thiserror::Error, PartialEq)]
+pub enum PluginError {
+    /// The process could not be started.
+    #[error("plugin {plugin} could not be started: {reason}")]
+    Start {
+        /// The plugin.
+        plugin: String,
+        /// Why.
+        reason: String,
+    },
+    /// The process went away or broke the protocol while the request was in flight.
+    #[error("plugin {plugin} failed: {reason}")]
+    Gone {
+        /// The plugin.
+        plugin: String,
+        /// What happened.
+        reason: String,
+    },
+    /// The plugin answered with a JSON-RPC error.
+    #[error("plugin {plugin} answered {method} with an error: {message}")]
+    Rpc {
+        /// The plugin.
+        plugin: String,
+        /// The method.
+        method: String,
+        /// The error's message.
+        message: String,
+    },
+    /// No answer in time.
+    #[error("plugin {plugin} did not answer {method} within {seconds} s")]
+    Timeout {
+        /// The plugin.
+        plugin: String,
+        /// The method.
+        method: String,
+        /// The limit.
+        seconds: f64,
+    },
+    /// The call was given up.
+    #[error("the call was cancelled")]
+    Cancelled,
+}
+
+type Pending = Arc<StdMutex<HashMap<u64, oneshot::Sender<Result<Value, PluginError>>>>>;
+
+/// One running process and its reader.
+struct Connection {
+    stdin: Mutex<tokio::process::ChildStdin>,
+    pending: Pending,
+    next_id: AtomicU64,
+    /// Cancelled when the connection is dead (and kills the process when dropped).
+    dead: CancellationToken,
+    _child: tokio::process::Child,
+}
+
+/// A process plugin.
+pub struct ProcessPlugin {
+    config: ProcessConfig,
+    connection: Mutex<Option<Arc<Connection>>>,
+    backoff: StdMutex<Backoff>,
+    /// Notified when the plugin says its tools changed.
+    changed: tokio::sync::watch::Sender<u64>,
+}
+
+#[derive(Debug, Default)]
+struct Backoff {
+    failures: u32,
+    last_failure: Option<Instant>,
+}
+
+impl Backoff {
+    fn delay(&self) -> Duration {
+        match self.last_failure {
+            None => Duration::ZERO,
+            Some(at) => {
+                let wanted = FIRST_BACKOFF.saturating_mul(1 << self.failures.min(10)).min(MAX_BACKOFF);
+                wanted.saturating_sub(at.elapsed())
+            }
+        }
+    }
+}
+
+impl ProcessPlugin {
+    /// A plugin that starts on first use.
+    pub fn new(config: ProcessConfig) -> Arc<Self> {
+        Arc::new(Self { config, connection: Mutex::new(None), backoff: StdMutex::new(Backoff::default()), changed: tokio::sync::watch::channel(0).0 })
+    }
+
+    /// The plugin's name.
+    pub fn name(&self) -> &str {
+        &self.config.name
+    }
+
+    /// A receiver that changes whenever the plugin announces `host/tools.changed`.
+    pub fn watch_changes(&self) -> tokio::sync::watch::Receiver<u64> {
+        self.changed.subscribe()
+    }
+
+    /// Asks the plugin for its tools (`tools/list`), starting it if needed.
+    pub async fn list_tools(self: &Arc<Self>) -> Result<Vec<ToolDefinition>, PluginError> {
+        let result = self.request("tools/list", json!({}), SETUP_TIMEOUT, None).await?;
+        let tools = result.get("tools").cloned().unwrap_or(Value::Null);
+        serde_json::from_value(tools).map_err(|e| PluginError::Gone {
+            plugin: self.config.name.clone(),
+            reason: format!("tools/list answered something that is not {{ tools: [...] }}: {e}"),
+        })
+    }
+
+    /// Calls a tool (`tool/call`). A plugin failure is a failed tool result, never a panic.
+    pub async fn call_tool(self: &Arc<Self>, tool: &str, input: Value, context: Value, cancel: CancellationToken) -> ToolResult {
+        let params = json!({ "name": tool, "input": input, "context": context });
+        match self.request("tool/call", params, self.config.call_timeout, Some(cancel)).await {
+            Ok(value) => serde_json::from_value::<ToolResult>(value.clone()).unwrap_or_else(|e| {
+                ToolResult::error(format!("plugin {} answered tool/call with something that is not a CallToolResult: {e}", self.config.name))
+            }),
+            Err(PluginError::Timeout { seconds, .. }) => ToolResult::error(format!("tool {}.{tool} timed out after {seconds} s", self.config.name)),
+            Err(e) => ToolResult::error(e.to_string()),
+        }
+    }
+
+    /// Sends a request and waits for its answer, its timeout or its cancellation.
+    async fn request(self: &Arc<Self>, method: &str, params: Value, timeout: Duration, cancel: Option<CancellationToken>) -> Result<Value, PluginError> {
+        let connection = self.connected().await?;
+        let id = connection.next_id.fetch_add(1, Ordering::Relaxed);
+        let (tx, rx) = oneshot::channel();
+        connection.pending.lock().unwrap_or_else(|p| p.into_inner()).insert(id, tx);
+        let message = json!({ "jsonrpc": "2.0", "id": id, "method": method, "params": params });
+        if let Err(e) = self.write(&connection, &message).await {
+            connection.pending.lock().unwrap_or_else(|p| p.into_inner()).remove(&id);
+            return Err(e);
+        }
+        let cancelled = async {
+            match &cancel {
+                Some(token) => token.cancelled().await,
+                None => std::future::pending().await,
+            }
+        };
+        let outcome = tokio::select! {
+            answer = rx => answer.unwrap_or_else(|_| Err(PluginError::Gone { plugin: self.config.name.clone(), reason: "the connection closed".into() })),
+            () = tokio::time::sleep(timeout) => Err(PluginError::Timeout { plugin: self.config.name.clone(), method: method.into(), seconds: timeout.as_secs_f64() }),
+            () = cancelled => Err(PluginError::Cancelled),
+        };
+        if matches!(outcome, Err(PluginError::Timeout { .. } | PluginError::Cancelled)) {
+            connection.pending.lock().unwrap_or_else(|p| p.into_inner()).remove(&id);
+            let _ = self.write(&connection, &json!({ "jsonrpc": "2.0", "method": "tool/cancel", "params": { "id": id } })).await;
+        }
+        outcome.map_err(|e| match e {
+            PluginError::Rpc { plugin, message, .. } => PluginError::Rpc { plugin, method: method.into(), message },
+            other => other,
+        })
+    }
+
+    async fn write(&self, connection: &Connection, message: &Value) -> Result<(), PluginError> {
+        let mut line = message.to_string();
+        line.push('\n');
+        let mut stdin = connection.stdin.lock().await;
+        let written = tokio::time::timeout(SETUP_TIMEOUT, stdin.write_all(line.as_bytes())).await;
+        match written {
+            Ok(Ok(())) => Ok(()),
+            Ok(Err(e)) => {
+                connection.dead.cancel();
+                Err(PluginError::Gone { plugin: self.config.name.clone(), reason: format!("writing to it failed: {e}") })
+            }
+            Err(_) => {
+                connection.dead.cancel();
+                Err(PluginError::Gone { plugin: self.config.name.clone(), reason: "it stopped reading its input".into() })
+            }
+        }
+    }
+
+    /// The live connection, or a new one (after the backoff, if the last one failed).
+    async fn connected(self: &Arc<Self>) -> Result<Arc<Connection>, PluginError> {
+        let mut slot = self.connection.lock().await;
+        if let Some(c) = slot.as_ref() {
+            if !c.dead.is_cancelled() {
+                return Ok(Arc::clone(c));
+            }
+            *slot = None;
+        }
+        let delay = self.backoff.lock().map(|b| b.delay()).unwrap_or_default();
+        if !delay.is_zero() {
+            tokio::time::sleep(delay).await;
+        }
+        match self.start().await {
+            Ok(c) => {
+                *slot = Some(Arc::clone(&c));
+                Ok(c)
+            }
+            Err(e) => {
+                self.record_failure();
+                Err(e)
+            }
+        }
+    }
+
+    fn record_failure(&self) {
+        if let Ok(mut b) = self.backoff.lock() {
+            b.failures = b.failures.saturating_add(1);
+            b.last_failure = Some(Instant::now());
+        }
+    }
+
+    async fn start(self: &Arc<Self>) -> Result<Arc<Connection>, PluginError> {
+        let name = self.config.name.clone();
+        let mut command = tokio::process::Command::new(&self.config.command);
+        command.args(&self.config.args).env_clear().stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped()).kill_on_drop(true);
+        if let Some(path) = std::env::var_os("PATH") {
+            command.env("PATH", path);
+        }
+        command.envs(self.config.env.iter().map(|(k, v)| (k, v)));
+        if let Some(cwd) = &self.config.cwd {
+            command.current_dir(cwd);
+        }
+        let mut child = command.spawn().map_err(|e| PluginError::Start { plugin: name.clone(), reason: format!("{}: {e}", self.config.command.display()) })?;
+        let (Some(stdin), Some(stdout), Some(stderr)) = (child.stdin.take(), child.stdout.take(), child.stderr.take()) else {
+            return Err(PluginError::Start { plugin: name, reason: "its standard streams are missing".into() });
+        };
+        let connection = Arc::new(Connection {
+            stdin: Mutex::new(stdin),
+            pending: Arc::new(StdMutex::new(HashMap::new())),
+            next_id: AtomicU64::new(1),
+            dead: CancellationToken::new(),
+            _child: child,
+        });
+        tokio::spawn(log_stderr(name.clone(), stderr));
+        tokio::spawn(read_answers(Arc::downgrade(self), name.clone(), FramedRead::new(stdout, LinesCodec::new_with_max_length(MAX_LINE_BYTES)), Arc::clone(&connection.pending), connection.dead.clone()));
+        // Handshake on the new connection directly (not through `connected`, which holds the slot).
+        let init = json!({ "protocolVersion": "codemode-plugin/1", "host": { "name": "codemode", "version": env!("CARGO_PKG_VERSION") } });
+        let id = connection.next_id.fetch_add(1, Ordering::Relaxed);
+        let (tx, rx) = oneshot::channel();
+        connection.pending.lock().unwrap_or_else(|p| p.into_inner()).insert(id, tx);
+        self.write(&connection, &json!({ "jsonrpc": "2.0", "id": id, "method": "initialize", "params": init })).await?;
+        match tokio::time::timeout(SETUP_TIMEOUT, rx).await {
+            Ok(Ok(Ok(_))) => Ok(connection),
+            Ok(Ok(Err(e))) => Err(e),
+            Ok(Err(_)) => Err(PluginError::Gone { plugin: name, reason: "it exited during initialize".into() }),
+            Err(_) => Err(PluginError::Timeout { plugin: name, method: "initialize".into(), seconds: SETUP_TIMEOUT.as_secs_f64() }),
+        }
+    }
+}
+
+/// Reads the plugin's output: answers complete calls; `host/tools.changed` notifies;
+/// anything else ends the connection and fails every call in flight.
+async fn read_answers(
+    plugin: std::sync::Weak<ProcessPlugin>,
+    name: String,
+    mut lines: FramedRead<tokio::process::ChildStdout, LinesCodec>,
+    pending: Pending,
+    dead: CancellationToken,
+) {
+    let reason = loop {
+        let line = tokio::select! {
+            line = lines.next() => line,
+            () = dead.cancelled() => break "the connection was closed".to_string(),
+        };
+        let line = match line {
+            None => break "it exited".to_string(),
+            Some(Err(LinesCodecError::MaxLineLengthExceeded)) => break format!("it wrote a line longer than {MAX_LINE_BYTES} bytes"),
+            Some(Err(e)) => break format!("reading its output failed: {e}"),
+            Some(Ok(line)) if line.trim().is_empty() => continue,
+            Some(Ok(line)) => line,
+        };
+        let message: Value = match serde_json::from_str(&line) {
+            Ok(m) => m,
+            Err(_) => break format!("it wrote something that is not JSON-RPC: {:?}", line.chars().take(80).collect::<String>()),
+        };
+        if let Some(id) = message.get("id").and_then(Value::as_u64) {
+            let answer = match (message.get("result"), message.get("error")) {
+                (Some(result), None) => Ok(result.clone()),
+                (_, Some(error)) => Err(PluginError::Rpc {
+                    plugin: name.clone(),
+                    method: String::new(),
+                    message: error.get("message").and_then(Value::as_str).unwrap_or("(no message)").to_string(),
+                }),
+                _ => Err(PluginError::Gone { plugin: name.clone(), reason: "it answered with neither result nor error".into() }),
+            };
+            if let Some(waiter) = pending.lock().unwrap_or_else(|p| p.into_inner()).remove(&id) {
+                let _ = waiter.send(answer);
+            }
+        } else if message.get("method").and_then(Value::as_str) == Some("host/tools.changed") {
+            if let Some(plugin) = plugin.upgrade() {
+                plugin.changed.send_modify(|n| *n += 1);
+            }
+        }
+    };
+    dead.cancel();
+    tracing::warn!("plugin {name}: {reason}");
+    let waiters: Vec<_> = pending.lock().unwrap_or_else(|p| p.into_inner()).drain().collect();
+    for (_, waiter) in waiters {
+        let _ = waiter.send(Err(PluginError::Gone { plugin: name.clone(), reason: reason.clone() }));
+    }
+    if let Some(plugin) = plugin.upgrade() {
+        plugin.record_failure();
+    }
+}
+
+/// Forwards the plugin's stderr to the host's log, a line at a time.
+async fn log_stderr(name: String, stderr: tokio::process::ChildStderr) {
+    let mut lines = FramedRead::new(stderr, LinesCodec::new_with_max_length(64 * 1024));
+    while let Some(line) = lines.next().await {
+        match line {
+            Ok(line) => tracing::info!(plugin = %name, "{line}"),
+            Err(_) => break,
+        }
+    }
+}
