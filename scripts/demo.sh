@@ -5,4 +5,4 @@ source "$(dirname "$0")/lib.sh"
 ensure_system_packages
 cd "$REPO_ROOT"
 cargo build --release --workspace --bins
-exec ./target/release/codemode run --example-tools "${1:-scripts/examples/weather-report.js}"
+exec ./target/release/codemode run --config plugins/codemode.toml "${1:-scripts/examples/notes-report.js}"

@@ -12,6 +12,8 @@
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use codemode::plugins::process::{ProcessConfig, ProcessPlugin};
+use codemode::plugins::PluginHost;
 use codemode::{Catalog, Executor, LaunchMode, SandboxPolicy, Tool, ToolDefinition, ToolResult};
 use serde_json::json;
 
@@ -93,5 +95,25 @@ fn main() {
             assert_eq!(outcome.agent_text(), "1000");
         }
         report("Promise.all of 1,000 calls (whole execute)", walls);
+
+        // The same sequential loop against a process plugin (Python, stdlib only).
+        let script = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../plugins/py-tools/plugin.py");
+        let plugin = ProcessPlugin::new(ProcessConfig {
+            name: "py".into(),
+            command: "python3".into(),
+            args: vec![script.display().to_string()],
+            env: vec![],
+            cwd: None,
+            call_timeout: Duration::from_secs(10),
+        });
+        let host = PluginHost::new(Catalog::new(), vec![plugin]);
+        let (catalog, problems) = host.catalog().await;
+        assert!(problems.is_empty(), "{problems:?}");
+        template.set_catalog(catalog);
+        let n = 1000;
+        let t = Instant::now();
+        let outcome = template.run(&format!("for (let i = 0; i < {n}; i++) await tools.py.slugify({{ title: \"A \" + i }}); return 'done'")).await;
+        assert!(outcome.is_ok(), "{outcome:?}");
+        println!("{:<44} n={n:<6} mean {:>9.1?}", "tool-call round trip, Python process plugin", t.elapsed() / n);
     });
 }

@@ -2,6 +2,8 @@
 
 use serde_json::Value;
 
+/// Fields keep the order the schema's author gave them.
+///
 /// A TypeScript-like type for a schema: `{ city: string; days?: number }`, `string[]`,
 /// `"a" | "b"`; `unknown` for what it cannot express.
 pub fn type_of(schema: &Value) -> String {
@@ -58,10 +60,10 @@ mod tests {
     fn objects_arrays_enums_and_optional_fields() {
         let schema = json!({
             "type": "object",
-            "properties": { "city": { "type": "string" }, "days": { "type": "integer" }, "tags": { "type": "array", "items": { "type": "string" } }, "units": { "enum": ["c", "f"] } },
+            "properties": { "city": { "type": "string" }, "days": { "type": "integer" }, "units": { "enum": ["c", "f"] }, "tags": { "type": "array", "items": { "type": "string" } } },
             "required": ["city"]
         });
-        assert_eq!(type_of(&schema), r#"{ city: string; days?: number; tags?: string[]; units?: "c" | "f" }"#);
+        assert_eq!(type_of(&schema), r#"{ city: string; days?: number; units?: "c" | "f"; tags?: string[] }"#);
         assert_eq!(type_of(&json!({ "type": ["string", "null"] })), "string | null");
         assert_eq!(type_of(&json!({ "type": "array", "items": { "anyOf": [{ "type": "string" }, { "type": "number" }] } })), "(string | number)[]");
         assert_eq!(type_of(&json!({ "not": {} })), "unknown");

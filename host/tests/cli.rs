@@ -55,3 +55,49 @@ fn exit_codes_tell_ok_error_and_limit_apart() {
     assert_eq!(codemode(&["run", "--worker", "/nonexistent/worker", "-"], "1").0, 4);
     assert_eq!(codemode(&["run"], "").0, 2);
 }
+
+/// A configuration with the bundled example plugins and a database of the test's own.
+fn example_config() -> std::path::PathBuf {
+    let dir = std::env::temp_dir().join(format!("codemode-cli-config-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let plugins = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../plugins").canonicalize().unwrap();
+    let db = dir.join("notes.sqlite");
+    let _ = std::fs::remove_file(&db);
+    let config = format!(
+        "example_tools = true\n\n[[plugin]]\nname = \"py-tools\"\nkind = \"process\"\ncommand = \"python3\"\nargs = [\"{p}/py-tools/plugin.py\"]\n\n[[plugin]]\nname = \"sqlite-notes\"\nkind = \"process\"\ncommand = \"python3\"\nargs = [\"{p}/sqlite-notes/plugin.py\"]\nenv = {{ NOTES_DB = \"{db}\" }}\n",
+        p = plugins.display(),
+        db = db.display()
+    );
+    let path = dir.join("codemode.toml");
+    std::fs::write(&path, config).unwrap();
+    path
+}
+
+#[test]
+fn tools_lists_every_plugin_tool_with_its_signature() {
+    let config = example_config();
+    let (code, out, _) = codemode(&["tools", "--config", config.to_str().unwrap()], "");
+    assert_eq!(code, 0, "{out}");
+    assert!(out.contains("tools.sqlite-notes.query({ sql: string; params?: unknown[] }) -> { columns: string[]; rows: unknown[][] }\n"), "{out}");
+    assert!(out.contains("tools.py-tools.slugify({ title: string }) -> string\n"), "{out}");
+    assert!(out.contains("tools.weather.forecast({ city: string })"), "{out}");
+}
+
+#[test]
+fn the_example_program_uses_three_plugins() {
+    let config = example_config();
+    let program = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../scripts/examples/notes-report.js");
+    let (code, out, err) = codemode(&["run", "--config", config.to_str().unwrap(), program.to_str().unwrap()], "");
+    assert_eq!((code, out.as_str()), (0, "{\"notes\":[\"ship-the-sandbox\",\"read-the-mcp-spec\"],\"words\":12,\"oslo\":\"windy\"}\n\nConsole output:\n2 work notes\n"), "{err}");
+    let (code, out, _) = codemode(&["run", "--config", config.to_str().unwrap(), "-"], "return await tools.sqlite_notes.query({ sql: 'DELETE FROM notes' }).catch((e) => e.message)");
+    assert_eq!((code, out.as_str()), (0, "query runs SELECT statements only; use add-note to write\n"));
+}
+
+#[test]
+fn a_bad_configuration_is_named() {
+    let path = std::env::temp_dir().join(format!("codemode-bad-{}.toml", std::process::id()));
+    std::fs::write(&path, "[[plugin]]\nname = \"x\"\nkind = \"process\"\n").unwrap();
+    let (code, _, err) = codemode(&["run", "--config", path.to_str().unwrap(), "-"], "1");
+    assert_eq!(code, 4);
+    assert!(err.contains("plugin \"x\": a process plugin needs `command`"), "{err}");
+}

@@ -183,6 +183,9 @@ impl ProcessPlugin {
             connection.pending.lock().unwrap_or_else(|p| p.into_inner()).remove(&id);
             return Err(e);
         }
+        // From here on, a call given up for any reason (timeout, cancellation, or the
+        // caller dropping this future because its program ended) sends tool/cancel.
+        let mut guard = CancelOnDrop { plugin: Arc::clone(self), connection: Arc::clone(&connection), id, armed: true };
         let cancelled = async {
             match &cancel {
                 Some(token) => token.cancelled().await,
@@ -194,10 +197,8 @@ impl ProcessPlugin {
             () = tokio::time::sleep(timeout) => Err(PluginError::Timeout { plugin: self.config.name.clone(), method: method.into(), seconds: timeout.as_secs_f64() }),
             () = cancelled => Err(PluginError::Cancelled),
         };
-        if matches!(outcome, Err(PluginError::Timeout { .. } | PluginError::Cancelled)) {
-            connection.pending.lock().unwrap_or_else(|p| p.into_inner()).remove(&id);
-            let _ = self.write(&connection, &json!({ "jsonrpc": "2.0", "method": "tool/cancel", "params": { "id": id } })).await;
-        }
+        guard.armed = matches!(outcome, Err(PluginError::Timeout { .. } | PluginError::Cancelled));
+        drop(guard);
         outcome.map_err(|e| match e {
             PluginError::Rpc { plugin, message, .. } => PluginError::Rpc { plugin, method: method.into(), message },
             other => other,
@@ -289,6 +290,32 @@ impl ProcessPlugin {
             Ok(Ok(Err(e))) => Err(e),
             Ok(Err(_)) => Err(PluginError::Gone { plugin: name, reason: "it exited during initialize".into() }),
             Err(_) => Err(PluginError::Timeout { plugin: name, method: "initialize".into(), seconds: SETUP_TIMEOUT.as_secs_f64() }),
+        }
+    }
+}
+
+/// Sends `tool/cancel` for a request that was given up, when dropped armed.
+struct CancelOnDrop {
+    plugin: Arc<ProcessPlugin>,
+    connection: Arc<Connection>,
+    id: u64,
+    armed: bool,
+}
+
+impl Drop for CancelOnDrop {
+    fn drop(&mut self) {
+        if !self.armed {
+            return;
+        }
+        self.connection.pending.lock().unwrap_or_else(|p| p.into_inner()).remove(&self.id);
+        if self.connection.dead.is_cancelled() {
+            return;
+        }
+        let (plugin, connection, id) = (Arc::clone(&self.plugin), Arc::clone(&self.connection), self.id);
+        if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+            runtime.spawn(async move {
+                let _ = plugin.write(&connection, &json!({ "jsonrpc": "2.0", "method": "tool/cancel", "params": { "id": id } })).await;
+            });
         }
     }
 }
