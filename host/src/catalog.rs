@@ -90,8 +90,43 @@ pub struct CallContext {
     pub tool: String,
     /// Unique within the program.
     pub call_id: u64,
+    /// Who runs the program (workspace, agent, chat), as the caller told the executor.
+    pub caller: Arc<Caller>,
     /// Cancelled when the program ends, hits a limit or is cancelled.
     pub cancel: CancellationToken,
+}
+
+/// Who runs a program: passed to every tool call's context. Every field is optional.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Caller {
+    /// The absolute folder the session works in.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub workspace: Option<String>,
+    /// The workspace's id.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub workspace_id: Option<String>,
+    /// The agent, for example `codex` or `claude:work`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub agent_id: Option<String>,
+    /// The chat, when known.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub chat_id: Option<String>,
+    /// The agent's id for this `execute` call, when it gave one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub call_id: Option<String>,
+}
+
+impl CallContext {
+    /// The context as plugins receive it: the caller's fields, and `callId` (the
+    /// agent's id when it gave one, else `<program call id>`).
+    pub fn wire(&self) -> Value {
+        let mut value = serde_json::to_value(&*self.caller).unwrap_or_else(|_| Value::Object(Default::default()));
+        if let Value::Object(map) = &mut value {
+            map.entry("callId").or_insert_with(|| Value::String(self.call_id.to_string()));
+        }
+        value
+    }
 }
 
 /// Serves calls to one tool.

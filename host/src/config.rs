@@ -79,6 +79,12 @@ pub struct PluginConfig {
     /// Off: the plugin is configured but not started.
     #[serde(default = "yes")]
     pub enabled: bool,
+    /// Markdown files with the plugin's rules for agents (relative to this file).
+    #[serde(default)]
+    pub rules: Vec<String>,
+    /// Off: the plugin's rules are not given to agents (its tools still are).
+    #[serde(default = "yes")]
+    pub rules_enabled: bool,
 }
 
 fn yes() -> bool {
@@ -175,6 +181,26 @@ impl Config {
         }
     }
 
+    /// The rules of every enabled plugin whose rules are on, as one Markdown text: each
+    /// plugin's files under a heading with its name.
+    pub fn rules_text(&self) -> Result<String, ConfigError> {
+        let mut sections = Vec::new();
+        for plugin in self.plugins.iter().filter(|p| p.enabled && p.rules_enabled && !p.rules.is_empty()) {
+            let mut body = Vec::new();
+            for file in &plugin.rules {
+                let path = self.base_dir.join(file);
+                let text = std::fs::read_to_string(&path).map_err(|e| ConfigError::Plugin {
+                    path: path.clone(),
+                    plugin: plugin.name.clone(),
+                    problem: format!("cannot read the rules file {}: {e}", path.display()),
+                })?;
+                body.push(text.trim().to_string());
+            }
+            sections.push(format!("## {}\n\n{}", plugin.name, body.join("\n\n")));
+        }
+        Ok(sections.join("\n\n"))
+    }
+
     /// The process plugins to start.
     pub fn process_plugins(&self) -> Vec<ProcessConfig> {
         self.plugins
@@ -214,6 +240,22 @@ mod tests {
         assert_eq!(p.args[0], c.base_dir.join("plugins/py/plugin.py").display().to_string());
         assert_eq!(p.args[1], "--flag");
         assert_eq!(p.call_timeout, Duration::from_millis(2000));
+    }
+
+    #[test]
+    fn rules_are_grouped_under_each_plugin_and_can_be_turned_off() {
+        let dir = std::env::temp_dir().join(format!("codemode-rules-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join("a.md"), "Always cite the row id.\n").unwrap();
+        std::fs::write(dir.join("b.md"), "Never delete notes.\n").unwrap();
+        let path = dir.join("codemode.toml");
+        std::fs::write(
+            &path,
+            "[[plugin]]\nname = \"db\"\nkind = \"process\"\ncommand = \"x\"\nrules = [\"a.md\", \"b.md\"]\n\n[[plugin]]\nname = \"quiet\"\nkind = \"process\"\ncommand = \"x\"\nrules = [\"a.md\"]\nrules_enabled = false\n",
+        )
+        .unwrap();
+        let c = Config::load(&path).unwrap();
+        assert_eq!(c.rules_text().unwrap(), "## db\n\nAlways cite the row id.\n\nNever delete notes.");
     }
 
     #[test]

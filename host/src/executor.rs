@@ -25,7 +25,7 @@ use protocol::{ConsoleLevel, HostChannel, HostToWorker, StartProgram, ToolAnswer
 use serde_json::value::RawValue;
 use tokio_util::sync::CancellationToken;
 
-use crate::catalog::{CallContext, Catalog};
+use crate::catalog::{CallContext, Caller, Catalog};
 use crate::launcher::{LaunchError, LaunchMode, Launcher, SandboxPolicy};
 use crate::limits::{LimitError, Limits};
 use crate::outcome::{Outcome, OutcomeKind};
@@ -180,6 +180,12 @@ impl Executor {
     /// Runs a program under `limits`; cancelling `cancel` stops it at once (the worker is
     /// killed and in-flight tool calls are cancelled).
     pub async fn run_cancellable(&self, code: &str, limits: Limits, cancel: CancellationToken) -> Outcome {
+        self.run_as(code, limits, cancel, Caller::default()).await
+    }
+
+    /// Runs a program on behalf of `caller` (passed to every tool call's context), under
+    /// `limits`; cancelling `cancel` stops it at once.
+    pub async fn run_as(&self, code: &str, limits: Limits, cancel: CancellationToken, caller: Caller) -> Outcome {
         let started = Instant::now();
         let program = self.next_program.fetch_add(1, Ordering::Relaxed);
         let span = tracing::debug_span!("program", id = program);
@@ -197,7 +203,7 @@ impl Executor {
             Err(e) => return internal(started, e.to_string()),
         };
         tracing::debug!(pid = process.pid(), "worker launched");
-        let mut session = Session::new(catalog, limits, self.busy_poll, cancel.child_token());
+        let mut session = Session::new(catalog, limits, self.busy_poll, cancel.child_token(), Arc::new(caller));
         // Serve on a runtime worker thread: that thread also polls the socket, so a
         // message wakes the session directly instead of through a second thread.
         // Dropping the serve future drops every in-flight tool call; the token tells
@@ -350,14 +356,15 @@ struct Session {
     limits: Limits,
     busy_poll: Duration,
     cancel: CancellationToken,
+    caller: Arc<Caller>,
     console: ConsoleBuffer,
     tool_calls: u64,
 }
 
 impl Session {
-    fn new(catalog: Arc<Catalog>, limits: Limits, busy_poll: Duration, cancel: CancellationToken) -> Self {
+    fn new(catalog: Arc<Catalog>, limits: Limits, busy_poll: Duration, cancel: CancellationToken, caller: Arc<Caller>) -> Self {
         let console = ConsoleBuffer { text: String::new(), cap: limits.console_bytes, dropped: 0 };
-        Self { catalog, limits, busy_poll, cancel, console, tool_calls: 0 }
+        Self { catalog, limits, busy_poll, cancel, caller, console, tool_calls: 0 }
     }
 
     /// Sends the program and serves the worker until it stops (see [`Ended`]).
@@ -410,7 +417,7 @@ impl Session {
                                 return Ended::Disconnected(format!("answering a tool call failed: {e}"));
                             }
                         } else {
-                            calls.push(serve_call(Arc::clone(&self.catalog), self.cancel.child_token(), call_id, plugin, tool, input).boxed());
+                            calls.push(serve_call(Arc::clone(&self.catalog), self.cancel.child_token(), Arc::clone(&self.caller), call_id, plugin, tool, input).boxed());
                         }
                     }
                     Ok(WorkerToHost::Console { level, text }) => self.console.push(level, &text),
@@ -424,7 +431,15 @@ impl Session {
 }
 
 /// Runs one tool call; resolves with the answer for the worker.
-async fn serve_call(catalog: Arc<Catalog>, cancel: CancellationToken, call_id: u64, plugin: String, tool: String, input: Box<RawValue>) -> (u64, ToolAnswer) {
+async fn serve_call(
+    catalog: Arc<Catalog>,
+    cancel: CancellationToken,
+    caller: Arc<Caller>,
+    call_id: u64,
+    plugin: String,
+    tool: String,
+    input: Box<RawValue>,
+) -> (u64, ToolAnswer) {
     let answer = match catalog.get(&plugin, &tool) {
         None => ToolAnswer::Reject(format!("unknown tool {plugin}.{tool}")),
         Some(t) => match serde_json::from_str(input.get()) {
@@ -434,7 +449,7 @@ async fn serve_call(catalog: Arc<Catalog>, cancel: CancellationToken, call_id: u
                 if let Err(why) = t.check_input(&qualified, &input) {
                     return (call_id, ToolAnswer::Reject(why));
                 }
-                let context = CallContext { plugin: plugin.clone(), tool: tool.clone(), call_id, cancel };
+                let context = CallContext { plugin: plugin.clone(), tool: tool.clone(), call_id, caller, cancel };
                 // A panicking tool must not take the program (or the host) down with it.
                 match std::panic::AssertUnwindSafe(t.handler.call(input, context)).catch_unwind().await {
                     Ok(result) => match t.check_output(&qualified, &result) {

@@ -37,7 +37,7 @@ pub mod sandbox_report;
 pub mod signature;
 pub mod worker_process;
 
-pub use catalog::{CallContext, Catalog, CatalogError, Content, Tool, ToolDefinition, ToolHandler, ToolResult};
+pub use catalog::{CallContext, Caller, Catalog, CatalogError, Content, Tool, ToolDefinition, ToolHandler, ToolResult};
 pub use executor::{default_worker_path, Executor, ExecutorBuilder, ExecutorError};
 pub use launcher::{LaunchMode, SandboxPolicy};
 pub use limits::Limits;

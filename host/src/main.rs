@@ -33,6 +33,12 @@ struct Cli {
 enum Command {
     /// Run one program (a file, or - for standard input) and print its result.
     Run(RunArgs),
+    /// Print the rules of every enabled plugin, each under a heading with its name.
+    Rules {
+        /// The configuration file.
+        #[arg(long, short)]
+        config: PathBuf,
+    },
     /// List the tools a program may call, with their signatures.
     Tools {
         /// The configuration file (plugins and limits).
@@ -222,6 +228,10 @@ fn main() {
         match cli.command {
             Command::Run(args) => run(args).await,
             Command::Tools { config, example_tools } => list_tools(config, example_tools).await,
+            Command::Rules { config } => Config::load(&config).map_err(anyhow::Error::from).and_then(|c| Ok(c.rules_text()?)).and_then(|text| {
+                print_result(&text)?;
+                Ok(0)
+            }),
             Command::SandboxCheck { worker } => codemode::sandbox_report::check(&worker.unwrap_or_else(codemode::default_worker_path)),
             Command::SandboxExec { insecure_allow_weaker_sandbox, worker, payload } => {
                 let policy = if insecure_allow_weaker_sandbox { SandboxPolicy::InsecureAllowWeaker } else { SandboxPolicy::Required };

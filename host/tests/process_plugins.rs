@@ -183,3 +183,17 @@ async fn a_plugin_that_cannot_start_is_reported_not_fatal() {
     assert_eq!(problems.len(), 1);
     assert!(problems[0].reason.starts_with("plugin missing could not be started: /nonexistent/plugin:"), "{:?}", problems[0]);
 }
+
+#[tokio::test]
+async fn each_call_carries_its_context() {
+    let s = setup(Duration::from_secs(10)).await;
+    let caller = codemode::Caller {
+        workspace: Some("/home/me/project".into()),
+        workspace_id: Some("ws-1".into()),
+        agent_id: Some("claude:work".into()),
+        chat_id: Some("chat-9".into()),
+        call_id: None,
+    };
+    let outcome = s.executor.run_as("return await tools.test_plugin.context()", Limits::default(), tokio_util::sync::CancellationToken::new(), caller).await;
+    assert_eq!(ok_value(&outcome), json!({ "workspace": "/home/me/project", "workspaceId": "ws-1", "agentId": "claude:work", "chatId": "chat-9", "callId": "1" }));
+}

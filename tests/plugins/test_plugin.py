@@ -43,6 +43,7 @@ BASE = [
     tool("hang", "Never answers."),
     tool("garbage", "Writes a line that is not JSON."),
     tool("flood", "Writes a 20 MB line."),
+    tool("context", "Returns the call's context.", output={"type": "object"}),
     tool("add-tool", "Adds a tool named `name` and announces the change.", {"name": {"type": "string"}}, ["name"]),
     tool("remove-tool", "Removes an added tool and announces the change.", {"name": {"type": "string"}}, ["name"]),
 ]
@@ -55,7 +56,9 @@ def text(t, error=False):
     return r
 
 
-def handle_call(rid, name, args):
+def handle_call(rid, name, args, context=None):
+    if name == "context":
+        return send({"jsonrpc": "2.0", "id": rid, "result": {"content": [{"type": "text", "text": "ctx"}], "structuredContent": context}})
     if name == "echo":
         return send({"jsonrpc": "2.0", "id": rid, "result": text(json.dumps(args, separators=(",", ":")))})
     if name == "slow":
@@ -118,7 +121,7 @@ def main():
             send({"jsonrpc": "2.0", "id": rid, "result": {"tools": BASE + extra_tools}})
         elif method == "tool/call":
             p = message["params"]
-            threading.Thread(target=handle_call, args=(rid, p["name"], p["input"]), daemon=True).start()
+            threading.Thread(target=handle_call, args=(rid, p["name"], p["input"], p.get("context")), daemon=True).start()
 
 
 if __name__ == "__main__":

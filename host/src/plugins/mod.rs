@@ -14,7 +14,7 @@ pub mod process;
 use std::sync::Arc;
 
 use futures::future::BoxFuture;
-use serde_json::{json, Value};
+use serde_json::Value;
 
 use crate::catalog::{CallContext, Catalog, Tool, ToolHandler, ToolResult};
 use crate::executor::Executor;
@@ -30,8 +30,7 @@ impl ToolHandler for ProcessTool {
     fn call(&self, input: Value, context: CallContext) -> BoxFuture<'static, ToolResult> {
         let (plugin, tool) = (Arc::clone(&self.plugin), self.tool.clone());
         Box::pin(async move {
-            let ctx = json!({ "callId": context.call_id.to_string() });
-            plugin.call_tool(&tool, input, ctx, context.cancel).await
+            plugin.call_tool(&tool, input, context.wire(), context.cancel.clone()).await
         })
     }
 }
