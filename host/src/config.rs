@@ -22,6 +22,7 @@ use std::time::Duration;
 use serde::Deserialize;
 
 use crate::limits::{Limits, MIB};
+use crate::plugins::mcp::{McpConfig, McpTransport};
 use crate::plugins::process::ProcessConfig;
 
 /// The whole file.
@@ -66,8 +67,10 @@ pub struct PluginConfig {
     pub name: String,
     /// The runtime.
     pub kind: PluginKind,
-    /// The executable (process plugins).
+    /// The executable (process plugins, MCP servers over stdio).
     pub command: Option<String>,
+    /// The URL of an MCP server over streamable HTTP.
+    pub url: Option<String>,
     /// Its arguments.
     #[serde(default)]
     pub args: Vec<String>,
@@ -97,6 +100,8 @@ fn yes() -> bool {
 pub enum PluginKind {
     /// An executable speaking JSON-RPC over stdio.
     Process,
+    /// An MCP server: `command` (stdio) or `url` (streamable HTTP).
+    Mcp,
 }
 
 /// Why the configuration could not be used.
@@ -143,6 +148,9 @@ impl Config {
             }
             if plugin.kind == PluginKind::Process && plugin.command.is_none() {
                 return Err(ConfigError::Plugin { path: path.into(), plugin: plugin.name.clone(), problem: "a process plugin needs `command`".into() });
+            }
+            if plugin.kind == PluginKind::Mcp && plugin.command.is_some() == plugin.url.is_some() {
+                return Err(ConfigError::Plugin { path: path.into(), plugin: plugin.name.clone(), problem: "an MCP server needs either `command` (stdio) or `url` (streamable HTTP)".into() });
             }
         }
         Ok(config)
@@ -201,6 +209,31 @@ impl Config {
         Ok(sections.join("\n\n"))
     }
 
+    /// The MCP servers to use.
+    pub fn mcp_servers(&self) -> Vec<McpConfig> {
+        self.plugins
+            .iter()
+            .filter(|p| p.enabled && p.kind == PluginKind::Mcp)
+            .map(|p| McpConfig {
+                name: p.name.clone(),
+                transport: match &p.url {
+                    Some(url) => McpTransport::Http { url: url.clone() },
+                    None => McpTransport::Stdio {
+                        command: self.resolve(p.command.as_deref().unwrap_or_default()),
+                        args: self.resolve_args(&p.args),
+                        env: p.env.iter().map(|(k, v)| (k.clone(), v.clone())).collect(),
+                        cwd: Some(self.base_dir.clone()).filter(|d| !d.as_os_str().is_empty()),
+                    },
+                },
+                call_timeout: Duration::from_millis(p.timeout_ms.unwrap_or(30_000)),
+            })
+            .collect()
+    }
+
+    fn resolve_args(&self, args: &[String]) -> Vec<String> {
+        args.iter().map(|a| if a.contains('/') && !a.starts_with('-') && !a.starts_with('@') { self.resolve(a).display().to_string() } else { a.clone() }).collect()
+    }
+
     /// The process plugins to start.
     pub fn process_plugins(&self) -> Vec<ProcessConfig> {
         self.plugins
@@ -209,7 +242,7 @@ impl Config {
             .map(|p| ProcessConfig {
                 name: p.name.clone(),
                 command: self.resolve(p.command.as_deref().unwrap_or_default()),
-                args: p.args.iter().map(|a| if a.contains('/') && !a.starts_with('-') { self.resolve(a).display().to_string() } else { a.clone() }).collect(),
+                args: self.resolve_args(&p.args),
                 env: p.env.iter().map(|(k, v)| (k.clone(), v.clone())).collect(),
                 cwd: Some(self.base_dir.clone()).filter(|d| !d.as_os_str().is_empty()),
                 call_timeout: Duration::from_millis(p.timeout_ms.unwrap_or(30_000)),
@@ -264,6 +297,8 @@ mod tests {
         assert!(e.ends_with("plugin \"x\": a process plugin needs `command`"), "{e}");
         let e = parse("[[plugin]]\nname = \"bad name\"\nkind = \"process\"\ncommand = \"x\"\n").unwrap_err().to_string();
         assert!(e.contains("the name must be 1 to 64"), "{e}");
+        let e = parse("[[plugin]]\nname = \"m\"\nkind = \"mcp\"\n").unwrap_err().to_string();
+        assert!(e.ends_with("an MCP server needs either `command` (stdio) or `url` (streamable HTTP)"), "{e}");
         let e = parse("[limits]\nmemory = 3\n").unwrap_err().to_string();
         assert!(e.contains("unknown field `memory`"), "{e}");
     }

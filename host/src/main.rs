@@ -15,6 +15,7 @@ use codemode::examples::example_catalog;
 use std::sync::Arc;
 
 use codemode::config::Config;
+use codemode::plugins::mcp::McpPlugin;
 use codemode::plugins::process::ProcessPlugin;
 use codemode::plugins::PluginHost;
 use codemode::{Catalog, Executor, LaunchMode, Limits, OutcomeKind, SandboxPolicy};
@@ -140,6 +141,7 @@ fn load_config(path: Option<&std::path::Path>) -> anyhow::Result<Config> {
 fn plugin_host(config: &Config, example_tools: bool) -> PluginHost {
     let base = if example_tools || config.example_tools { example_catalog() } else { Catalog::new() };
     PluginHost::new(base, config.process_plugins().into_iter().map(ProcessPlugin::new).collect())
+        .with_mcp(config.mcp_servers().into_iter().map(McpPlugin::new).collect())
 }
 
 /// `codemode tools`: every tool as `tools.<plugin>.<tool>(input) -> output`.

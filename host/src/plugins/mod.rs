@@ -6,9 +6,10 @@
 //! program sees. A plugin that cannot start is reported and left out; it never stops the
 //! others.
 //!
-//! Runtimes: [`process`] (any executable speaking JSON-RPC over stdio). JavaScript
-//! plugins and MCP servers are not built yet.
+//! Runtimes: [`process`] (any executable speaking JSON-RPC over stdio) and [`mcp`]
+//! (MCP servers, over stdio or streamable HTTP). JavaScript plugins are not built yet.
 
+pub mod mcp;
 pub mod process;
 
 use std::sync::Arc;
@@ -18,7 +19,21 @@ use serde_json::Value;
 
 use crate::catalog::{CallContext, Catalog, Tool, ToolHandler, ToolResult};
 use crate::executor::Executor;
+use mcp::McpPlugin;
 use process::ProcessPlugin;
+
+/// A tool served by an MCP server.
+struct McpTool {
+    plugin: Arc<McpPlugin>,
+    tool: String,
+}
+
+impl ToolHandler for McpTool {
+    fn call(&self, input: Value, context: CallContext) -> BoxFuture<'static, ToolResult> {
+        let (plugin, tool) = (Arc::clone(&self.plugin), self.tool.clone());
+        Box::pin(async move { plugin.call_tool(&tool, input, context.cancel.clone()).await })
+    }
+}
 
 /// A tool served by a process plugin.
 struct ProcessTool {
@@ -38,6 +53,7 @@ impl ToolHandler for ProcessTool {
 /// The running plugins.
 pub struct PluginHost {
     process: Vec<Arc<ProcessPlugin>>,
+    mcp: Vec<Arc<McpPlugin>>,
     base: Catalog,
 }
 
@@ -53,7 +69,13 @@ pub struct LoadProblem {
 impl PluginHost {
     /// Plugins on top of `base` (tools served in-process, such as the examples).
     pub fn new(base: Catalog, process: Vec<Arc<ProcessPlugin>>) -> Self {
-        Self { process, base }
+        Self { process, mcp: Vec::new(), base }
+    }
+
+    /// Adds MCP servers.
+    pub fn with_mcp(mut self, servers: Vec<Arc<McpPlugin>>) -> Self {
+        self.mcp = servers;
+        self
     }
 
     /// Asks every plugin for its tools and builds the catalog; plugins that fail are
@@ -75,6 +97,20 @@ impl PluginHost {
                 }
             }
         }
+        let lists = futures::future::join_all(self.mcp.iter().map(|p| async move { (p, p.list_tools().await) })).await;
+        for (plugin, list) in lists {
+            match list {
+                Err(e) => problems.push(LoadProblem { plugin: plugin.name().into(), reason: e.to_string() }),
+                Ok(definitions) => {
+                    for definition in definitions {
+                        let handler = Arc::new(McpTool { plugin: Arc::clone(plugin), tool: definition.name.clone() });
+                        if let Err(e) = catalog.add(plugin.name(), Tool::new(definition, handler)) {
+                            problems.push(LoadProblem { plugin: plugin.name().into(), reason: e.to_string() });
+                        }
+                    }
+                }
+            }
+        }
         for p in &problems {
             tracing::warn!("plugin {}: {}", p.plugin, p.reason);
         }
@@ -84,8 +120,8 @@ impl PluginHost {
     /// Keeps `executor`'s catalog current: whenever a plugin announces a change, the
     /// catalog is rebuilt and replaced. Ends when the host is dropped.
     pub fn keep_current(self: &Arc<Self>, executor: Arc<Executor>) {
-        for plugin in &self.process {
-            let mut changes = plugin.watch_changes();
+        let watches = self.process.iter().map(|p| p.watch_changes()).chain(self.mcp.iter().map(|p| p.watch_changes()));
+        for mut changes in watches {
             let (host, executor) = (Arc::downgrade(self), Arc::clone(&executor));
             tokio::spawn(async move {
                 while changes.changed().await.is_ok() {
