@@ -122,10 +122,11 @@ impl PluginHost {
     pub fn keep_current(self: &Arc<Self>, executor: Arc<Executor>) {
         let watches = self.process.iter().map(|p| p.watch_changes()).chain(self.mcp.iter().map(|p| p.watch_changes()));
         for mut changes in watches {
-            let (host, executor) = (Arc::downgrade(self), Arc::clone(&executor));
+            // Weak on both sides: this task must not keep the executor or the plugins alive.
+            let (host, executor) = (Arc::downgrade(self), Arc::downgrade(&executor));
             tokio::spawn(async move {
                 while changes.changed().await.is_ok() {
-                    let Some(host) = host.upgrade() else { return };
+                    let (Some(host), Some(executor)) = (host.upgrade(), executor.upgrade()) else { return };
                     let (catalog, _) = host.catalog().await;
                     executor.set_catalog(catalog);
                 }

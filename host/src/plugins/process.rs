@@ -33,6 +33,8 @@ const SETUP_TIMEOUT: Duration = Duration::from_secs(20);
 /// The first restart delay after a failure; it doubles up to [`MAX_BACKOFF`].
 const FIRST_BACKOFF: Duration = Duration::from_millis(100);
 const MAX_BACKOFF: Duration = Duration::from_secs(10);
+/// A connection that lived this long resets the backoff when it ends.
+const HEALTHY_AFTER: Duration = Duration::from_secs(60);
 
 /// How to start a process plugin.
 #[derive(Debug, Clone)]
@@ -278,7 +280,14 @@ impl ProcessPlugin {
             _child: child,
         });
         tokio::spawn(log_stderr(name.clone(), stderr));
-        tokio::spawn(read_answers(Arc::downgrade(self), name.clone(), FramedRead::new(stdout, LinesCodec::new_with_max_length(MAX_LINE_BYTES)), Arc::clone(&connection.pending), connection.dead.clone()));
+        tokio::spawn(read_answers(
+            Arc::downgrade(self),
+            name.clone(),
+            FramedRead::new(stdout, LinesCodec::new_with_max_length(MAX_LINE_BYTES)),
+            Arc::clone(&connection.pending),
+            connection.dead.clone(),
+            Instant::now(),
+        ));
         // Handshake on the new connection directly (not through `connected`, which holds the slot).
         let init = json!({ "protocolVersion": "codemode-plugin/1", "host": { "name": "codemode", "version": env!("CARGO_PKG_VERSION") } });
         let id = connection.next_id.fetch_add(1, Ordering::Relaxed);
@@ -328,6 +337,7 @@ async fn read_answers(
     mut lines: FramedRead<tokio::process::ChildStdout, LinesCodec>,
     pending: Pending,
     dead: CancellationToken,
+    started: Instant,
 ) {
     let reason = loop {
         let line = tokio::select! {
@@ -371,6 +381,12 @@ async fn read_answers(
         let _ = waiter.send(Err(PluginError::Gone { plugin: name.clone(), reason: reason.clone() }));
     }
     if let Some(plugin) = plugin.upgrade() {
+        if started.elapsed() > HEALTHY_AFTER {
+            // It worked for a while: start the backoff over.
+            if let Ok(mut b) = plugin.backoff.lock() {
+                *b = Backoff::default();
+            }
+        }
         plugin.record_failure();
     }
 }
@@ -381,7 +397,26 @@ async fn log_stderr(name: String, stderr: tokio::process::ChildStderr) {
     while let Some(line) = lines.next().await {
         match line {
             Ok(line) => tracing::info!(plugin = %name, "{line}"),
+            // Keep draining: a plugin blocked on a full stderr pipe would hang.
+            Err(LinesCodecError::MaxLineLengthExceeded) => continue,
             Err(_) => break,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn backoff_doubles_up_to_its_cap_and_starts_at_zero() {
+        let mut b = Backoff::default();
+        assert_eq!(b.delay(), Duration::ZERO);
+        b.failures = 1;
+        b.last_failure = Some(Instant::now());
+        let d = b.delay();
+        assert!(d > Duration::from_millis(150) && d <= Duration::from_millis(200), "{d:?}");
+        b.failures = 30;
+        assert!(b.delay() <= MAX_BACKOFF && b.delay() > MAX_BACKOFF - Duration::from_millis(50));
     }
 }
