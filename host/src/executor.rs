@@ -236,33 +236,34 @@ impl Executor {
             }
         };
         tracing::debug!(?status, "worker reaped");
-        let (console, console_dropped_bytes, tool_calls) = (session.console.text, session.console.dropped, session.tool_calls);
-        let kind = match ended {
-            Ended::Finished(outcome, dropped) => {
-                return Outcome {
-                    kind: from_worker(outcome, &limits),
-                    console,
-                    console_dropped_bytes: console_dropped_bytes + dropped,
-                    tool_calls,
-                    elapsed: started.elapsed(),
-                    sandbox_missing: self.launcher.missing_layers(),
-                }
-            }
-            Ended::WallClock => OutcomeKind::WallClockLimit { limit_ms: millis(limits.wall_clock) },
-            Ended::Cancelled => OutcomeKind::Error { name: "Cancelled".into(), message: "the program was cancelled".into(), stack: None, line: None, column: None },
-            Ended::Broken(reason) => OutcomeKind::WorkerCrash { reason },
-            Ended::Disconnected(_) if matches!(status, Ok(ExitStatus::Code(WORKER_EXIT_CPU_LIMIT))) => OutcomeKind::CpuLimit { limit_ms: millis(limits.cpu_step) },
-            Ended::Disconnected(_) if matches!(status, Ok(ExitStatus::Code(WORKER_EXIT_SETUP_FAILED))) => OutcomeKind::Internal {
-                reason: "the worker could not set up its sandbox or engine; run `codemode sandbox-check`, and see the worker's message above".into(),
-            },
-            Ended::Disconnected(detail) => OutcomeKind::WorkerCrash {
-                reason: match status {
-                    Ok(status) => format!("the worker ended with {status} before reporting an outcome ({detail})"),
-                    Err(e) => format!("the worker vanished before reporting an outcome ({detail}; wait failed: {e})"),
+        let (kind, worker_dropped) = match ended {
+            Ended::Finished(outcome, dropped) => (from_worker(outcome, &limits), dropped),
+            Ended::WallClock => (OutcomeKind::WallClockLimit { limit_ms: millis(limits.wall_clock) }, 0),
+            Ended::Cancelled => (OutcomeKind::Error { name: "Cancelled".into(), message: "the program was cancelled".into(), stack: None, line: None, column: None }, 0),
+            Ended::Broken(reason) => (OutcomeKind::WorkerCrash { reason }, 0),
+            Ended::Disconnected(_) if matches!(status, Ok(ExitStatus::Code(WORKER_EXIT_CPU_LIMIT))) => (OutcomeKind::CpuLimit { limit_ms: millis(limits.cpu_step) }, 0),
+            Ended::Disconnected(_) if matches!(status, Ok(ExitStatus::Code(WORKER_EXIT_SETUP_FAILED))) => (
+                OutcomeKind::Internal { reason: "the worker could not set up its sandbox or engine; run `codemode sandbox-check`, and see the worker's message above".into() },
+                0,
+            ),
+            Ended::Disconnected(detail) => (
+                OutcomeKind::WorkerCrash {
+                    reason: match status {
+                        Ok(status) => format!("the worker ended with {status} before reporting an outcome ({detail})"),
+                        Err(e) => format!("the worker vanished before reporting an outcome ({detail}; wait failed: {e})"),
+                    },
                 },
-            },
+                0,
+            ),
         };
-        Outcome { kind, console, console_dropped_bytes, tool_calls, elapsed: started.elapsed(), sandbox_missing: self.launcher.missing_layers() }
+        Outcome {
+            kind,
+            console: session.console.text,
+            console_dropped_bytes: session.console.dropped + worker_dropped,
+            tool_calls: session.tool_calls,
+            elapsed: started.elapsed(),
+            sandbox_missing: self.launcher.missing_layers(),
+        }
     }
 
     /// Sandbox layers missing on this machine (empty unless the executor was built with

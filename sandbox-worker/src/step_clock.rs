@@ -1,7 +1,7 @@
 //! The per-step CPU limit: JavaScript time between two tool answers.
 //!
-//! The program's thread is "running" whenever its event loop is not parked waiting
-//! for the host. The tokio runtime reports every park and unpark
+//! The program's thread is "running" whenever it is not waiting for the host. The event
+//! loop reports when it starts and stops waiting for a tool answer
 //! ([`StepClock::on_park`], [`StepClock::on_unpark`]); each tool answer starts a new
 //! step ([`StepClock::new_step`]). A watchdog thread wakes when the running time of the
 //! current step could first reach the limit and, if it has, terminates the isolate.
@@ -46,7 +46,7 @@ impl StepClock {
         self.state.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// The program thread is about to wait for events.
+    /// The program thread is about to wait for the host.
     pub fn on_park(&self) {
         let mut s = self.state();
         if let Some(since) = s.running_since.take() {
@@ -54,7 +54,7 @@ impl StepClock {
         }
     }
 
-    /// The program thread woke up.
+    /// The program thread stopped waiting.
     pub fn on_unpark(&self) {
         let mut s = self.state();
         if s.running_since.is_none() {
