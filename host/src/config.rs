@@ -211,23 +211,30 @@ impl Config {
 
     /// The MCP servers to use.
     pub fn mcp_servers(&self) -> Vec<McpConfig> {
-        self.plugins
-            .iter()
-            .filter(|p| p.enabled && p.kind == PluginKind::Mcp)
-            .map(|p| McpConfig {
+        self.enabled(PluginKind::Mcp)
+            .map(|(p, launch)| McpConfig {
                 name: p.name.clone(),
                 transport: match &p.url {
                     Some(url) => McpTransport::Http { url: url.clone() },
-                    None => McpTransport::Stdio {
-                        command: self.resolve(p.command.as_deref().unwrap_or_default()),
-                        args: self.resolve_args(&p.args),
-                        env: p.env.iter().map(|(k, v)| (k.clone(), v.clone())).collect(),
-                        cwd: Some(self.base_dir.clone()).filter(|d| !d.as_os_str().is_empty()),
-                    },
+                    None => McpTransport::Stdio { command: launch.command, args: launch.args, env: launch.env, cwd: launch.cwd },
                 },
-                call_timeout: Duration::from_millis(p.timeout_ms.unwrap_or(30_000)),
+                call_timeout: launch.call_timeout,
             })
             .collect()
+    }
+
+    /// The enabled plugins of one kind, each with how to start it.
+    fn enabled(&self, kind: PluginKind) -> impl Iterator<Item = (&PluginConfig, Launch)> {
+        self.plugins.iter().filter(move |p| p.enabled && p.kind == kind).map(|p| {
+            let launch = Launch {
+                command: self.resolve(p.command.as_deref().unwrap_or_default()),
+                args: self.resolve_args(&p.args),
+                env: p.env.iter().map(|(k, v)| (k.clone(), v.clone())).collect(),
+                cwd: Some(self.base_dir.clone()).filter(|d| !d.as_os_str().is_empty()),
+                call_timeout: Duration::from_millis(p.timeout_ms.unwrap_or(30_000)),
+            };
+            (p, launch)
+        })
     }
 
     fn resolve_args(&self, args: &[String]) -> Vec<String> {
@@ -236,19 +243,19 @@ impl Config {
 
     /// The process plugins to start.
     pub fn process_plugins(&self) -> Vec<ProcessConfig> {
-        self.plugins
-            .iter()
-            .filter(|p| p.enabled && p.kind == PluginKind::Process)
-            .map(|p| ProcessConfig {
-                name: p.name.clone(),
-                command: self.resolve(p.command.as_deref().unwrap_or_default()),
-                args: self.resolve_args(&p.args),
-                env: p.env.iter().map(|(k, v)| (k.clone(), v.clone())).collect(),
-                cwd: Some(self.base_dir.clone()).filter(|d| !d.as_os_str().is_empty()),
-                call_timeout: Duration::from_millis(p.timeout_ms.unwrap_or(30_000)),
-            })
+        self.enabled(PluginKind::Process)
+            .map(|(p, launch)| ProcessConfig { name: p.name.clone(), command: launch.command, args: launch.args, env: launch.env, cwd: launch.cwd, call_timeout: launch.call_timeout })
             .collect()
     }
+}
+
+/// How to start a plugin's process, resolved from its entry.
+struct Launch {
+    command: PathBuf,
+    args: Vec<String>,
+    env: Vec<(String, String)>,
+    cwd: Option<PathBuf>,
+    call_timeout: Duration,
 }
 
 #[cfg(test)]

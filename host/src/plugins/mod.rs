@@ -17,7 +17,7 @@ use std::sync::Arc;
 use futures::future::BoxFuture;
 use serde_json::Value;
 
-use crate::catalog::{CallContext, Catalog, Tool, ToolHandler, ToolResult};
+use crate::catalog::{CallContext, Catalog, Tool, ToolDefinition, ToolHandler, ToolResult};
 use crate::executor::Executor;
 use mcp::McpPlugin;
 use process::ProcessPlugin;
@@ -81,31 +81,29 @@ impl PluginHost {
     /// Asks every plugin for its tools and builds the catalog; plugins that fail are
     /// left out and reported.
     pub async fn catalog(&self) -> (Catalog, Vec<LoadProblem>) {
+        let process = futures::future::join_all(self.process.iter().map(|p| async move {
+            let listed = p.list_tools().await.map(|defs| {
+                defs.into_iter().map(|d| (Arc::new(ProcessTool { plugin: Arc::clone(p), tool: d.name.clone() }) as Arc<dyn ToolHandler>, d)).collect()
+            });
+            (p.name().to_string(), listed)
+        }));
+        let mcp = futures::future::join_all(self.mcp.iter().map(|p| async move {
+            let listed = p.list_tools().await.map(|defs| {
+                defs.into_iter().map(|d| (Arc::new(McpTool { plugin: Arc::clone(p), tool: d.name.clone() }) as Arc<dyn ToolHandler>, d)).collect()
+            });
+            (p.name().to_string(), listed)
+        }));
+        let (process, mcp) = futures::join!(process, mcp);
         let mut catalog = self.base.clone();
         let mut problems = Vec::new();
-        let lists = futures::future::join_all(self.process.iter().map(|p| async move { (p, p.list_tools().await) })).await;
-        for (plugin, list) in lists {
-            match list {
-                Err(e) => problems.push(LoadProblem { plugin: plugin.name().into(), reason: e.to_string() }),
-                Ok(definitions) => {
-                    for definition in definitions {
-                        let handler = Arc::new(ProcessTool { plugin: Arc::clone(plugin), tool: definition.name.clone() });
-                        if let Err(e) = catalog.add(plugin.name(), Tool::new(definition, handler)) {
-                            problems.push(LoadProblem { plugin: plugin.name().into(), reason: e.to_string() });
-                        }
-                    }
-                }
-            }
-        }
-        let lists = futures::future::join_all(self.mcp.iter().map(|p| async move { (p, p.list_tools().await) })).await;
-        for (plugin, list) in lists {
-            match list {
-                Err(e) => problems.push(LoadProblem { plugin: plugin.name().into(), reason: e.to_string() }),
-                Ok(definitions) => {
-                    for definition in definitions {
-                        let handler = Arc::new(McpTool { plugin: Arc::clone(plugin), tool: definition.name.clone() });
-                        if let Err(e) = catalog.add(plugin.name(), Tool::new(definition, handler)) {
-                            problems.push(LoadProblem { plugin: plugin.name().into(), reason: e.to_string() });
+        for (plugin, listed) in process.into_iter().chain(mcp) {
+            let listed: Result<Vec<(Arc<dyn ToolHandler>, ToolDefinition)>, _> = listed;
+            match listed {
+                Err(e) => problems.push(LoadProblem { plugin, reason: e.to_string() }),
+                Ok(tools) => {
+                    for (handler, definition) in tools {
+                        if let Err(e) = catalog.add(&plugin, Tool::new(definition, handler)) {
+                            problems.push(LoadProblem { plugin: plugin.clone(), reason: e.to_string() });
                         }
                     }
                 }
