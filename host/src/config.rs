@@ -59,6 +59,29 @@ pub struct LimitsConfig {
     pub result_bytes: Option<u64>,
 }
 
+impl LimitsConfig {
+    /// `limits` with every value this holds put in place (the command line and the
+    /// configuration file both override limits this way).
+    pub fn apply(&self, mut limits: Limits) -> Limits {
+        if let Some(v) = self.memory_mib {
+            limits.memory_bytes = v * MIB;
+        }
+        if let Some(v) = self.cpu_step_ms {
+            limits.cpu_step = Duration::from_millis(v);
+        }
+        if let Some(v) = self.wall_clock_ms {
+            limits.wall_clock = Duration::from_millis(v);
+        }
+        if let Some(v) = self.console_bytes {
+            limits.console_bytes = v;
+        }
+        if let Some(v) = self.result_bytes {
+            limits.result_bytes = v;
+        }
+        limits
+    }
+}
+
 /// One `[[plugin]]`.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -158,24 +181,7 @@ impl Config {
 
     /// The limits, defaults overridden by `[limits]`.
     pub fn limits(&self) -> Limits {
-        let mut limits = Limits::default();
-        let l = &self.limits;
-        if let Some(v) = l.memory_mib {
-            limits.memory_bytes = v * MIB;
-        }
-        if let Some(v) = l.cpu_step_ms {
-            limits.cpu_step = Duration::from_millis(v);
-        }
-        if let Some(v) = l.wall_clock_ms {
-            limits.wall_clock = Duration::from_millis(v);
-        }
-        if let Some(v) = l.console_bytes {
-            limits.console_bytes = v;
-        }
-        if let Some(v) = l.result_bytes {
-            limits.result_bytes = v;
-        }
-        limits
+        self.limits.apply(Limits::default())
     }
 
     /// Resolves a path from the file against the file's folder; bare command names

@@ -149,10 +149,6 @@ impl Launcher {
         Ok(Self { worker, mode, sandbox, cgroup, template: Mutex::new(template), missing_layers: std::sync::Mutex::new(missing) })
     }
 
-    /// The pool cgroup, or why there is none.
-    pub fn cgroup(&self) -> Result<&PoolCgroup, &str> {
-        self.cgroup.as_ref().map_err(String::as_str)
-    }
 
     /// Sandbox layers the template reported missing (empty under [`SandboxPolicy::Required`]).
     pub fn missing_layers(&self) -> Vec<String> {

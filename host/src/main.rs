@@ -7,14 +7,13 @@
 
 use std::io::Read;
 use std::path::PathBuf;
-use std::time::Duration;
+use std::sync::Arc;
 
 use anyhow::Context;
 use clap::{Args, Parser, Subcommand};
 use codemode::examples::example_catalog;
-use std::sync::Arc;
 
-use codemode::config::Config;
+use codemode::config::{Config, LimitsConfig};
 use codemode::plugins::mcp::McpPlugin;
 use codemode::plugins::process::ProcessPlugin;
 use codemode::plugins::PluginHost;
@@ -114,20 +113,16 @@ struct RunArgs {
 }
 
 impl RunArgs {
-    fn limits(&self, mut limits: Limits) -> Limits {
-        if let Some(m) = self.memory_mib {
-            limits.memory_bytes = m * codemode::limits::MIB;
-        }
-        if let Some(ms) = self.cpu_step_ms {
-            limits.cpu_step = Duration::from_millis(ms);
-        }
-        if let Some(ms) = self.wall_clock_ms {
-            limits.wall_clock = Duration::from_millis(ms);
-        }
-        if let Some(b) = self.console_bytes {
-            limits.console_bytes = b;
-        }
-        limits
+    /// The command line's limit overrides, applied over `limits`.
+    fn limits(&self, limits: Limits) -> Limits {
+        let overrides = LimitsConfig {
+            memory_mib: self.memory_mib,
+            cpu_step_ms: self.cpu_step_ms,
+            wall_clock_ms: self.wall_clock_ms,
+            console_bytes: self.console_bytes,
+            result_bytes: None,
+        };
+        overrides.apply(limits)
     }
 }
 

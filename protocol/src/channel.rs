@@ -13,7 +13,7 @@
 
 use std::io::{self, Write};
 use std::marker::PhantomData;
-use std::os::fd::{AsFd, AsRawFd, OwnedFd};
+use std::os::fd::{AsFd, OwnedFd};
 use std::os::unix::net::UnixStream as StdUnixStream;
 
 use serde::de::DeserializeOwned;
@@ -382,11 +382,6 @@ fn wait_writable(stream: &StdUnixStream) -> io::Result<()> {
     }
 }
 
-impl AsRawFd for WorkerChannel {
-    fn as_raw_fd(&self) -> std::os::fd::RawFd {
-        self.stream.as_raw_fd()
-    }
-}
 
 #[cfg(all(test, feature = "tokio"))]
 mod tests {

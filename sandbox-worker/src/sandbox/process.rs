@@ -90,12 +90,3 @@ fn close_range(first: u32, last: u32) -> io::Result<()> {
     }
     Ok(())
 }
-
-/// The descriptors open in this process (reads /proc; for reports before the sandbox).
-pub fn open_descriptors() -> Vec<RawFd> {
-    let mut fds: Vec<RawFd> = std::fs::read_dir("/proc/self/fd")
-        .map(|d| d.flatten().filter_map(|e| e.file_name().to_string_lossy().parse().ok()).collect())
-        .unwrap_or_default();
-    fds.sort_unstable();
-    fds
-}
