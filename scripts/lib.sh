@@ -7,8 +7,9 @@ set -euo pipefail
 REPO_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 export CMAKE_TOOLCHAIN_FILE="$REPO_ROOT/scripts/cmake/offline-toolchain.cmake"
 
-# System packages the QuickJS backend (v8x) needs to build offline.
-SYSTEM_PACKAGES=(build-essential pkg-config cmake libclang-dev libsimde-dev python3)
+# System packages: the QuickJS backend (v8x) builds offline with the first five; python3
+# runs the example and test plugins; ca-certificates lets api.net.fetch verify TLS.
+SYSTEM_PACKAGES=(build-essential pkg-config cmake libclang-dev libsimde-dev python3 ca-certificates)
 
 ensure_system_packages() {
   local missing=()

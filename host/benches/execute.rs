@@ -6,15 +6,19 @@
 //! - the tool-call round trip with an in-process tool: measured at the host as the time
 //!   between consecutive calls of a program that awaits one call after another (answer
 //!   sent → JavaScript resolves → next call arrives);
-//! - the wall time of a program doing a 1,000-call `Promise.all`.
+//! - the wall time of a program doing a 1,000-call `Promise.all`;
+//! - the plugin round trip (host → plugin → host, timed at the host for each of 1,000
+//!   sequential calls) for a Python process plugin and a JavaScript plugin.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use codemode::plugins::javascript::JavascriptPlugin;
 use codemode::plugins::process::{ProcessConfig, ProcessPlugin};
 use codemode::plugins::PluginHost;
 use codemode::{Catalog, Executor, LaunchMode, SandboxPolicy, Tool, ToolDefinition, ToolResult};
+use protocol::manifest::Manifest;
 use serde_json::json;
 
 fn percentile(sorted: &[Duration], p: f64) -> Duration {
@@ -96,24 +100,69 @@ fn main() {
         }
         report("Promise.all of 1,000 calls (whole execute)", walls);
 
-        // The same sequential loop against a process plugin (Python, stdlib only).
-        let script = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../plugins/py-tools/plugin.py");
-        let plugin = ProcessPlugin::new(ProcessConfig {
+        // Plugin round trips: each call timed at the host, from handing the input to the
+        // plugin's handler to its result (host → plugin → host), over 1,000 sequential
+        // calls from a program; plus the whole call as the program sees it (mean).
+        let py_tools = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../plugins/py-tools/plugin.py");
+        let python = ProcessConfig {
             name: "py".into(),
             command: "python3".into(),
-            args: vec![script.display().to_string()],
+            args: vec![py_tools.display().to_string()],
             env: vec![],
             cwd: None,
             call_timeout: Duration::from_secs(10),
-        });
-        let host = PluginHost::new(Catalog::new(), vec![plugin]);
-        let (catalog, problems) = host.catalog().await;
-        assert!(problems.is_empty(), "{problems:?}");
-        template.set_catalog(catalog);
-        let n = 1000;
-        let t = Instant::now();
-        let outcome = template.run(&format!("for (let i = 0; i < {n}; i++) await tools.py.slugify({{ title: \"A \" + i }}); return 'done'")).await;
-        assert!(outcome.is_ok(), "{outcome:?}");
-        println!("{:<44} n={n:<6} mean {:>9.1?}", "tool-call round trip, Python process plugin", t.elapsed() / n);
+            net: None,
+        };
+        let hello = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../plugins/hello-tools");
+        let javascript = JavascriptPlugin {
+            name: "js".into(),
+            manifest: Manifest::load(&hello).unwrap(),
+            dir: hello,
+            memory_mib: 64,
+            cpu_step_ms: 5000,
+            call_timeout: Duration::from_secs(10),
+        }
+        .process_config(&codemode::default_worker_path(), SandboxPolicy::Required);
+        for (label, config, call) in [
+            ("Python process plugin", python, "tools.py.slugify({ title: \"A \" + i })"),
+            ("JavaScript plugin", javascript, "tools.js.greet({ name: \"n\" + i })"),
+        ] {
+            let host = PluginHost::new(Catalog::new(), vec![ProcessPlugin::new(config)]);
+            let (plugin_catalog, problems) = host.catalog().await;
+            assert!(problems.is_empty(), "{problems:?}");
+            let samples = Arc::new(Mutex::new(Vec::new()));
+            template.set_catalog(timed(&plugin_catalog, &samples));
+            let n = 1000;
+            let t = Instant::now();
+            let outcome = template.run(&format!("for (let i = 0; i < {n}; i++) await {call}; return 'done'")).await;
+            assert!(outcome.is_ok(), "{outcome:?}");
+            let whole = t.elapsed() / n;
+            let samples: Vec<Duration> = std::mem::take(&mut *samples.lock().unwrap()).into_iter().skip(50).collect();
+            report(&format!("plugin round trip, {label}"), samples);
+            println!("{:<44} n={n:<6} mean {:>9.1?}", "  the whole call, seen from the program", whole);
+        }
     });
+}
+
+/// Every tool of `catalog`, its handler timed into `samples`.
+fn timed(catalog: &Catalog, samples: &Arc<Mutex<Vec<Duration>>>) -> Catalog {
+    struct Timed(Arc<dyn codemode::ToolHandler>, Arc<Mutex<Vec<Duration>>>);
+    impl codemode::ToolHandler for Timed {
+        fn call(&self, input: serde_json::Value, context: codemode::CallContext) -> futures::future::BoxFuture<'static, ToolResult> {
+            let (call, samples) = (self.0.call(input, context), Arc::clone(&self.1));
+            Box::pin(async move {
+                let t = Instant::now();
+                let result = call.await;
+                samples.lock().unwrap().push(t.elapsed());
+                result
+            })
+        }
+    }
+    let mut out = Catalog::new();
+    for (plugin, tools) in catalog.plugins() {
+        for tool in tools {
+            out.add(plugin, Tool::new(tool.definition.clone(), Arc::new(Timed(Arc::clone(&tool.handler), Arc::clone(samples))))).unwrap();
+        }
+    }
+    out
 }

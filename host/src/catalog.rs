@@ -226,14 +226,15 @@ struct Schemas {
     output: Option<jsonschema::Validator>,
 }
 
-/// Every validation error as `input.a.b: message`, joined by `; `.
-fn describe_errors(validator: &jsonschema::Validator, value: &Value) -> Result<(), String> {
+/// Every validation error as `<root>.a.b: message` (`root` is `input` or `output`),
+/// joined by `; `.
+fn describe_errors(validator: &jsonschema::Validator, value: &Value, root: &str) -> Result<(), String> {
     let errors: Vec<String> = validator
         .iter_errors(value)
         .take(5)
         .map(|e| {
             let path = e.instance_path().to_string();
-            let field = if path.is_empty() { "input".to_string() } else { format!("input{}", path.replace('/', ".")) };
+            let field = format!("{root}{}", path.replace('/', "."));
             format!("{field}: {e}")
         })
         .collect();
@@ -269,7 +270,7 @@ impl Tool {
     /// what was expected, for the program (and the agent) to correct the call.
     pub fn check_input(&self, qualified: &str, input: &Value) -> Result<(), String> {
         match &self.schemas {
-            Some(s) => describe_errors(&s.input, input).map_err(|why| format!("invalid input for {qualified}: {why}")),
+            Some(s) => describe_errors(&s.input, input, "input").map_err(|why| format!("invalid input for {qualified}: {why}")),
             None => Ok(()),
         }
     }
@@ -283,7 +284,7 @@ impl Tool {
         let Some(structured) = &result.structured_content else {
             return Err(format!("{qualified} declares an outputSchema but returned no structuredContent"));
         };
-        describe_errors(validator, structured).map_err(|why| format!("{qualified} returned a result that does not match its outputSchema: {why}"))
+        describe_errors(validator, structured, "output").map_err(|why| format!("{qualified} returned a result that does not match its outputSchema: {why}"))
     }
 
     /// What the program's call resolves or rejects with, given the tool's result.
@@ -504,7 +505,7 @@ mod tests {
         c.add("p", tool("t", Some(json!({"type": "object", "properties": {"n": {"type": "number"}}, "required": ["n"]})))).unwrap();
         let t = c.get("p", "t").unwrap();
         assert_eq!(t.check_output("p.t", &ToolResult::json(json!({"n": 1}))), Ok(()));
-        assert_eq!(t.check_output("p.t", &ToolResult::json(json!({"n": "one"}))).unwrap_err(), "p.t returned a result that does not match its outputSchema: input.n: \"one\" is not of type \"number\"");
+        assert_eq!(t.check_output("p.t", &ToolResult::json(json!({"n": "one"}))).unwrap_err(), "p.t returned a result that does not match its outputSchema: output.n: \"one\" is not of type \"number\"");
         assert_eq!(t.check_output("p.t", &ToolResult::text("x")).unwrap_err(), "p.t declares an outputSchema but returned no structuredContent");
         assert_eq!(t.check_output("p.t", &ToolResult::error("boom")), Ok(()));
     }

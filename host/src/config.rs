@@ -14,6 +14,13 @@
 //! command = "python3"
 //! args = ["plugins/py-tools/plugin.py"]   # relative paths are relative to this file
 //! timeout_ms = 30000
+//!
+//! [[plugin]]
+//! name = "hello"
+//! kind = "javascript"
+//! path = "hello-tools"      # a folder with manifest.json; its rules come from the manifest
+//! memory_mib = 128          # the plugin runtime's heap
+//! cpu_step_ms = 10000       # JavaScript time between two messages from the host
 //! ```
 
 use std::path::{Path, PathBuf};
@@ -21,7 +28,10 @@ use std::time::Duration;
 
 use serde::Deserialize;
 
+use protocol::manifest::Manifest;
+
 use crate::limits::{Limits, MIB};
+use crate::plugins::javascript::{JavascriptPlugin, DEFAULT_CPU_STEP_MS, DEFAULT_MEMORY_MIB};
 use crate::plugins::mcp::{McpConfig, McpTransport};
 use crate::plugins::process::ProcessConfig;
 
@@ -94,6 +104,13 @@ pub struct PluginConfig {
     pub command: Option<String>,
     /// The URL of an MCP server over streamable HTTP.
     pub url: Option<String>,
+    /// A JavaScript plugin's folder.
+    pub path: Option<String>,
+    /// A JavaScript plugin's heap limit, in MiB (default 128).
+    pub memory_mib: Option<u64>,
+    /// A JavaScript plugin's longest run of JavaScript between two host messages, in ms
+    /// (default 10 s).
+    pub cpu_step_ms: Option<u64>,
     /// Its arguments.
     #[serde(default)]
     pub args: Vec<String>,
@@ -111,6 +128,9 @@ pub struct PluginConfig {
     /// Off: the plugin's rules are not given to agents (its tools still are).
     #[serde(default = "yes")]
     pub rules_enabled: bool,
+    /// A JavaScript plugin's manifest, read when the file is loaded.
+    #[serde(skip)]
+    pub manifest: Option<Manifest>,
 }
 
 fn yes() -> bool {
@@ -125,6 +145,8 @@ pub enum PluginKind {
     Process,
     /// An MCP server: `command` (stdio) or `url` (streamable HTTP).
     Mcp,
+    /// A folder with `manifest.json` and a main module exporting `activate(api)`.
+    Javascript,
 }
 
 /// Why the configuration could not be used.
@@ -165,6 +187,15 @@ impl Config {
         let mut config: Config = toml::from_str(&text).map_err(|e| ConfigError::Parse { path: path.into(), message: e.to_string() })?;
         let dir = path.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
         config.base_dir = std::fs::canonicalize(dir).map_err(|source| ConfigError::Read { path: dir.into(), source })?;
+        let base_dir = config.base_dir.clone();
+        for plugin in &mut config.plugins {
+            if plugin.kind == PluginKind::Javascript {
+                let problem = |problem: String| ConfigError::Plugin { path: path.into(), plugin: plugin.name.clone(), problem };
+                let folder = plugin.path.as_deref().ok_or_else(|| problem("a JavaScript plugin needs `path`, its folder (with manifest.json)".into()))?;
+                let manifest = Manifest::load(&base_dir.join(folder)).map_err(|e| problem(e.to_string()))?;
+                plugin.manifest = Some(manifest);
+            }
+        }
         for plugin in &config.plugins {
             if !crate::catalog::is_valid_name(&plugin.name) {
                 return Err(ConfigError::Plugin { path: path.into(), plugin: plugin.name.clone(), problem: "the name must be 1 to 64 letters, digits, '_' or '-'".into() });
@@ -199,10 +230,14 @@ impl Config {
     /// plugin's files under a heading with its name.
     pub fn rules_text(&self) -> Result<String, ConfigError> {
         let mut sections = Vec::new();
-        for plugin in self.plugins.iter().filter(|p| p.enabled && p.rules_enabled && !p.rules.is_empty()) {
+        for plugin in self.plugins.iter().filter(|p| p.enabled && p.rules_enabled) {
+            let from_manifest = plugin.manifest.iter().flat_map(|m| m.contributes.rules.iter()).map(|r| self.plugin_dir(plugin).join(r));
+            let files: Vec<PathBuf> = from_manifest.chain(plugin.rules.iter().map(|r| self.base_dir.join(r))).collect();
+            if files.is_empty() {
+                continue;
+            }
             let mut body = Vec::new();
-            for file in &plugin.rules {
-                let path = self.base_dir.join(file);
+            for path in files {
                 let text = std::fs::read_to_string(&path).map_err(|e| ConfigError::Plugin {
                     path: path.clone(),
                     plugin: plugin.name.clone(),
@@ -247,10 +282,39 @@ impl Config {
         args.iter().map(|a| if a.contains('/') && !a.starts_with('-') && !a.starts_with('@') { self.resolve(a).display().to_string() } else { a.clone() }).collect()
     }
 
+    /// A JavaScript plugin's folder.
+    fn plugin_dir(&self, plugin: &PluginConfig) -> PathBuf {
+        self.base_dir.join(plugin.path.as_deref().unwrap_or_default())
+    }
+
+    /// The JavaScript plugins to start.
+    pub fn javascript_plugins(&self) -> Vec<JavascriptPlugin> {
+        self.enabled(PluginKind::Javascript)
+            .filter_map(|(p, launch)| {
+                Some(JavascriptPlugin {
+                    name: p.name.clone(),
+                    dir: self.plugin_dir(p),
+                    manifest: p.manifest.clone()?,
+                    memory_mib: p.memory_mib.unwrap_or(DEFAULT_MEMORY_MIB),
+                    cpu_step_ms: p.cpu_step_ms.unwrap_or(DEFAULT_CPU_STEP_MS),
+                    call_timeout: launch.call_timeout,
+                })
+            })
+            .collect()
+    }
+
     /// The process plugins to start.
     pub fn process_plugins(&self) -> Vec<ProcessConfig> {
         self.enabled(PluginKind::Process)
-            .map(|(p, launch)| ProcessConfig { name: p.name.clone(), command: launch.command, args: launch.args, env: launch.env, cwd: launch.cwd, call_timeout: launch.call_timeout })
+            .map(|(p, launch)| ProcessConfig {
+                name: p.name.clone(),
+                command: launch.command,
+                args: launch.args,
+                env: launch.env,
+                cwd: launch.cwd,
+                call_timeout: launch.call_timeout,
+                net: None,
+            })
             .collect()
     }
 }

@@ -38,7 +38,8 @@ pub enum SandboxPolicy {
 }
 
 impl SandboxPolicy {
-    fn worker_arg(self) -> &'static str {
+    /// The worker's `--sandbox` argument for this policy.
+    pub fn worker_arg(self) -> &'static str {
         match self {
             SandboxPolicy::Required => "required",
             SandboxPolicy::InsecureAllowWeaker => "allow-weaker",

@@ -34,6 +34,7 @@ pub mod limits;
 pub mod outcome;
 pub mod plugins;
 pub mod sandbox_report;
+pub mod serve;
 pub mod signature;
 pub mod worker_process;
 

@@ -133,16 +133,18 @@ fn load_config(path: Option<&std::path::Path>) -> anyhow::Result<Config> {
     }
 }
 
-fn plugin_host(config: &Config, example_tools: bool) -> PluginHost {
+/// The configured plugins; JavaScript plugins run in `worker`'s plugin runtime under `sandbox`.
+fn plugin_host(config: &Config, example_tools: bool, worker: &std::path::Path, sandbox: SandboxPolicy) -> PluginHost {
     let base = if example_tools || config.example_tools { example_catalog() } else { Catalog::new() };
-    PluginHost::new(base, config.process_plugins().into_iter().map(ProcessPlugin::new).collect())
+    let javascript = config.javascript_plugins().into_iter().map(|p| p.process_config(worker, sandbox));
+    PluginHost::new(base, config.process_plugins().into_iter().chain(javascript).map(ProcessPlugin::new).collect())
         .with_mcp(config.mcp_servers().into_iter().map(McpPlugin::new).collect())
 }
 
 /// `codemode tools`: every tool as `tools.<plugin>.<tool>(input) -> output`.
 async fn list_tools(config: Option<PathBuf>, example_tools: bool) -> anyhow::Result<i32> {
     let config = load_config(config.as_deref())?;
-    let (catalog, problems) = plugin_host(&config, example_tools).catalog().await;
+    let (catalog, problems) = plugin_host(&config, example_tools, &codemode::default_worker_path(), SandboxPolicy::Required).catalog().await;
     let mut out = String::new();
     for (plugin, tools) in catalog.plugins() {
         for tool in tools {
@@ -177,9 +179,10 @@ async fn run(args: RunArgs) -> anyhow::Result<i32> {
         std::fs::read_to_string(&args.file).with_context(|| format!("reading the program {}", args.file))?
     };
     let config = load_config(args.config.as_deref())?;
-    let plugins = Arc::new(plugin_host(&config, args.example_tools));
-    let (catalog, _problems) = plugins.catalog().await;
     let sandbox = if args.insecure_allow_weaker_sandbox { SandboxPolicy::InsecureAllowWeaker } else { SandboxPolicy::Required };
+    let worker = args.worker.clone().unwrap_or_else(codemode::default_worker_path);
+    let plugins = Arc::new(plugin_host(&config, args.example_tools, &worker, sandbox));
+    let (catalog, _problems) = plugins.catalog().await;
     let mut builder = Executor::builder().launch_mode(args.launch).limits(args.limits(config.limits())).catalog(catalog).sandbox(sandbox);
     if let Some(w) = &args.worker {
         builder = builder.worker_path(w);

@@ -56,7 +56,8 @@ fn exit_codes_tell_ok_error_and_limit_apart() {
     assert_eq!(codemode(&["run"], "").0, 2);
 }
 
-/// A configuration with the bundled example plugins and a database of the test's own.
+/// A configuration with the bundled example plugins (Python, SQLite, JavaScript) and a
+/// database of the test's own.
 fn example_config() -> std::path::PathBuf {
     let dir = std::env::temp_dir().join(format!("codemode-cli-config-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
@@ -64,7 +65,7 @@ fn example_config() -> std::path::PathBuf {
     let db = dir.join("notes.sqlite");
     let _ = std::fs::remove_file(&db);
     let config = format!(
-        "example_tools = true\n\n[[plugin]]\nname = \"py-tools\"\nkind = \"process\"\ncommand = \"python3\"\nargs = [\"{p}/py-tools/plugin.py\"]\n\n[[plugin]]\nname = \"sqlite-notes\"\nkind = \"process\"\ncommand = \"python3\"\nargs = [\"{p}/sqlite-notes/plugin.py\"]\nenv = {{ NOTES_DB = \"{db}\" }}\n",
+        "example_tools = true\n\n[[plugin]]\nname = \"py-tools\"\nkind = \"process\"\ncommand = \"python3\"\nargs = [\"{p}/py-tools/plugin.py\"]\n\n[[plugin]]\nname = \"sqlite-notes\"\nkind = \"process\"\ncommand = \"python3\"\nargs = [\"{p}/sqlite-notes/plugin.py\"]\nenv = {{ NOTES_DB = \"{db}\" }}\n\n[[plugin]]\nname = \"hello\"\nkind = \"javascript\"\npath = \"{p}/hello-tools\"\n",
         p = plugins.display(),
         db = db.display()
     );
@@ -81,14 +82,24 @@ fn tools_lists_every_plugin_tool_with_its_signature() {
     assert!(out.contains("tools.sqlite-notes.query({ sql: string; params?: unknown[] }) -> { columns: string[]; rows: unknown[][] }\n"), "{out}");
     assert!(out.contains("tools.py-tools.slugify({ title: string }) -> string\n"), "{out}");
     assert!(out.contains("tools.weather.forecast({ city: string })"), "{out}");
+    assert!(out.contains("tools.hello.greet({ name: string; language?: \"en\" | \"no\" }) -> string\n"), "{out}");
 }
 
 #[test]
-fn the_example_program_uses_three_plugins() {
+fn rules_come_from_the_configuration_and_from_plugin_manifests() {
+    let config = example_config();
+    let (code, out, _) = codemode(&["rules", "--config", config.to_str().unwrap()], "");
+    assert_eq!(code, 0, "{out}");
+    let hello = std::fs::read_to_string(std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../plugins/hello-tools/rules.md")).unwrap();
+    assert!(out.contains(&format!("## hello\n\n{}", hello.trim())), "{out}");
+}
+
+#[test]
+fn the_example_program_uses_four_plugins() {
     let config = example_config();
     let program = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../scripts/examples/notes-report.js");
     let (code, out, err) = codemode(&["run", "--config", config.to_str().unwrap(), program.to_str().unwrap()], "");
-    assert_eq!((code, out.as_str()), (0, "{\"notes\":[\"ship-the-sandbox\",\"read-the-mcp-spec\"],\"words\":12,\"oslo\":\"windy\"}\n\nConsole output:\n2 work notes\n"), "{err}");
+    assert_eq!((code, out.as_str()), (0, "{\"greeting\":\"Hei, team!\",\"notes\":[\"ship-the-sandbox\",\"read-the-mcp-spec\"],\"words\":12,\"top\":\"the\",\"oslo\":\"windy\"}\n\nConsole output:\n2 work notes\n"), "{err}");
     let (code, out, _) = codemode(&["run", "--config", config.to_str().unwrap(), "-"], "return await tools.sqlite_notes.query({ sql: 'DELETE FROM notes' }).catch((e) => e.message)");
     assert_eq!((code, out.as_str()), (0, "query runs SELECT statements only; use add-note to write\n"));
 }

@@ -33,6 +33,7 @@ async fn setup(timeout: Duration) -> Setup {
         env: vec![("CANCEL_LOG".into(), cancel_log.display().to_string())],
         cwd: None,
         call_timeout: timeout,
+        net: None,
     };
     let mut base = Catalog::new();
     base.add("other", codemode::Tool::from_fn(def("echo", None), |_, _| async { codemode::ToolResult::text("other echo") })).unwrap();
@@ -92,7 +93,7 @@ async fn structured_content_images_errors_and_output_validation() {
     );
     assert_eq!(
         msg("try { await tools.test_plugin.bad_output() } catch (e) { return e.message }").await,
-        json!("test-plugin.bad-output returned a result that does not match its outputSchema: input.n: \"one\" is not of type \"integer\"")
+        json!("test-plugin.bad-output returned a result that does not match its outputSchema: output.n: \"one\" is not of type \"integer\"")
     );
 }
 
@@ -176,7 +177,7 @@ async fn a_hundred_concurrent_calls() {
 
 #[tokio::test]
 async fn a_plugin_that_cannot_start_is_reported_not_fatal() {
-    let config = ProcessConfig { name: "missing".into(), command: "/nonexistent/plugin".into(), args: vec![], env: vec![], cwd: None, call_timeout: Duration::from_secs(1) };
+    let config = ProcessConfig { name: "missing".into(), command: "/nonexistent/plugin".into(), args: vec![], env: vec![], cwd: None, call_timeout: Duration::from_secs(1), net: None };
     let host = PluginHost::new(Catalog::new(), vec![ProcessPlugin::new(config)]);
     let (catalog, problems) = host.catalog().await;
     assert_eq!(catalog.plugins().count(), 0);

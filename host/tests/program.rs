@@ -6,7 +6,7 @@ mod common;
 
 use std::time::{Duration, Instant};
 
-use codemode::{LaunchMode, Limits, OutcomeKind};
+use codemode::{Catalog, LaunchMode, Limits, OutcomeKind, Tool, ToolResult};
 use common::*;
 use serde_json::json;
 
@@ -71,6 +71,18 @@ async fn names_with_other_characters_are_reachable_with_underscores() {
     let ex = executor().await;
     let value = ok_value(&ex.run(r#"return [await tools.my_db.search_rows({ q: "a" }), await tools["my-db"]["search-rows"]({ q: "b" }), Object.keys(tools.my_db)]"#).await);
     assert_eq!(value, json!(["rows for a", "rows for b", ["search-rows"]]));
+}
+
+#[tokio::test]
+async fn a_real_name_wins_over_another_names_underscore_alias() {
+    let tool = |name: &str, answer: &'static str| Tool::from_fn(def(name, None), move |_, _| async move { ToolResult::text(answer) });
+    let catalog = Catalog::new()
+        .with("my-db", tool("get-x", "dash plugin, dash tool")).unwrap()
+        .with("my-db", tool("get_x", "dash plugin, underscore tool")).unwrap()
+        .with("my_db", tool("get-x", "underscore plugin")).unwrap();
+    let ex = executor_with(LaunchMode::Template, Limits::default(), catalog).await;
+    let value = ok_value(&ex.run(r#"return [await tools["my-db"]["get-x"](), await tools["my-db"].get_x(), await tools.my_db.get_x()]"#).await);
+    assert_eq!(value, json!(["dash plugin, dash tool", "dash plugin, underscore tool", "underscore plugin"]));
 }
 
 #[tokio::test]

@@ -9,6 +9,8 @@
 //!   and reports the program's outcome.
 //! - [`channel`] wraps a stream in role-named helpers (`send_to_worker`,
 //!   `recv_from_host`, ...) so that each side can only send what its role sends.
+//! - [`manifest`] is a JavaScript plugin's `manifest.json`, read by the host and by
+//!   the plugin runtime alike.
 //! - [`template`] is the small control channel between the host and the pristine
 //!   template process that forks one worker per program.
 //!
@@ -18,6 +20,7 @@
 
 pub mod channel;
 pub mod frame;
+pub mod manifest;
 pub mod message;
 pub mod template;
 

@@ -69,21 +69,22 @@ fn wrap(code: &str, form: ProgramForm) -> (String, usize) {
     }
 }
 
+/// Creates a deno_core runtime with codemode's engine settings: `extensions`, an
+/// optional module loader (plugins load ES modules; programs never do) and an initial
+/// heap limit.
+pub fn new_runtime(extensions: Vec<deno_core::Extension>, module_loader: Option<std::rc::Rc<dyn deno_core::ModuleLoader>>, heap_limit_bytes: Option<u64>) -> Result<JsRuntime, EngineError> {
+    // QuickJS's default 1 MiB of JS stack stops recursion at about a thousand frames;
+    // the main thread has 8 MiB, so give the engine 4 MiB of it.
+    v8::V8::set_flags_from_string(STACK_FLAG);
+    let create_params = heap_limit_bytes.map(|limit| v8::CreateParams::default().heap_limits(0, usize::try_from(limit).unwrap_or(usize::MAX)));
+    JsRuntime::try_new(RuntimeOptions { extensions, module_loader, create_params, ..Default::default() }).map_err(|e| EngineError::Create(e.to_string()))
+}
+
 impl Engine {
     /// Creates and bootstraps a runtime. `heap_limit_bytes` is the isolate's initial
     /// heap limit (each program sets its own before it runs).
     pub fn new(heap_limit_bytes: Option<u64>) -> Result<Self, EngineError> {
-        // QuickJS's default 1 MiB of JS stack stops recursion at about a thousand frames;
-        // the worker's main thread has 8 MiB, so give the engine 4 MiB of it.
-        v8::V8::set_flags_from_string(STACK_FLAG);
-        let create_params = heap_limit_bytes
-            .map(|limit| v8::CreateParams::default().heap_limits(0, usize::try_from(limit).unwrap_or(usize::MAX)));
-        let mut runtime = JsRuntime::try_new(RuntimeOptions {
-            extensions: vec![codemode::init()],
-            create_params,
-            ..Default::default()
-        })
-        .map_err(|e| EngineError::Create(e.to_string()))?;
+        let mut runtime = new_runtime(vec![codemode::init()], None, heap_limit_bytes)?;
         runtime
             .execute_script("codemode:bootstrap", BOOTSTRAP_JS)
             .map_err(|e| EngineError::Bootstrap(e.to_string()))?;

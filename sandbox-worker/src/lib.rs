@@ -11,6 +11,8 @@
 //! - **exec launcher** ([`exec_payload`]): like the spawn launcher, but the worker runs a
 //!   native payload (a shared object loaded before the filesystem disappears) under the
 //!   worker's exact policy, for escape testing;
+//! - **plugin** ([`plugin`]): a JavaScript plugin's long-lived runtime, under the same
+//!   sandbox as a spawned worker, serving the process-plugin protocol on stdin/stdout;
 //! - **probe** ([`probe`]): reports which layers this machine can apply.
 //!
 //! Workers run [`program::run`]: set the limits, compile, lock the process down, drive
@@ -19,6 +21,7 @@
 pub mod engine;
 pub mod memory;
 pub mod ops;
+pub mod plugin;
 pub mod program;
 pub mod sandbox;
 pub mod step_clock;
@@ -40,7 +43,7 @@ pub const EXIT_CPU_LIMIT: i32 = 72;
 
 /// Memory the spawn path allows for the engine itself on top of the program's limit
 /// (the engine is created after the sandbox hides /proc, so it cannot be measured).
-const SPAWNED_ENGINE_ALLOWANCE: u64 = 128 * 1024 * 1024;
+pub(crate) const SPAWNED_ENGINE_ALLOWANCE: u64 = 128 * 1024 * 1024;
 
 /// Ends the process at once, without unwinding or running destructors: the runtime's
 /// teardown is wasted work for a process whose memory the kernel reclaims anyway.
@@ -70,7 +73,7 @@ pub fn die_with_host(host_pid: i32) {
 
 /// Forks the one worker of a launcher into a new pid namespace; in the parent, waits for
 /// it and ends the same way (exit code or signal). Returns only in the child.
-fn fork_and_mirror() {
+pub(crate) fn fork_and_mirror() {
     // SAFETY: a raw clone(2) without a new stack behaves like fork(2); the launcher is
     // single-threaded.
     let pid = unsafe { libc::syscall(libc::SYS_clone, SPAWNED_CLONE_FLAGS as libc::c_ulong, 0usize, 0usize, 0usize, 0usize) };

@@ -4,6 +4,8 @@
 //! sandbox-worker template --control-fd FD --host-pid PID [--sandbox S]   serve fork requests
 //! sandbox-worker run --channel-fd FD --host-pid PID [--sandbox S]        run one program (spawn path)
 //! sandbox-worker exec --host-pid PID [--sandbox S] --payload SO [-- ARGS]  run a native payload
+//! sandbox-worker plugin --dir DIR --name NAME --host-pid PID [--sandbox S] [--memory-mib N] [--cpu-step-ms N]
+//!                                                                       serve a JavaScript plugin on stdin/stdout
 //! sandbox-worker probe                                                   report the sandbox layers
 //! sandbox-worker info                                                    print {"engine": ...}
 //! ```
@@ -12,7 +14,7 @@
 use std::os::fd::{FromRawFd, OwnedFd, RawFd};
 
 use sandbox_worker::sandbox::Strictness;
-use sandbox_worker::{engine::ENGINE_NAME, exec_payload, fail, probe, run_spawned, template};
+use sandbox_worker::{engine::ENGINE_NAME, exec_payload, fail, plugin, probe, run_spawned, template};
 
 fn value<'a>(args: &'a [String], name: &str) -> Option<&'a str> {
     let before_dashes = args.iter().position(|a| a == "--").unwrap_or(args.len());
@@ -58,10 +60,18 @@ fn main() {
             let rest: Vec<String> = args.iter().skip_while(|a| *a != "--").skip(1).cloned().collect();
             exec_payload(payload, &rest, number(&args, "--host-pid"), strictness(&args))
         }
+        Some("plugin") => plugin::run(plugin::PluginOptions {
+            dir: value(&args, "--dir").unwrap_or_else(|| fail("missing --dir")).into(),
+            name: value(&args, "--name").unwrap_or_else(|| fail("missing --name")).to_string(),
+            host_pid: number(&args, "--host-pid"),
+            strictness: strictness(&args),
+            memory_bytes: value(&args, "--memory-mib").and_then(|v| v.parse::<u64>().ok()).unwrap_or(128) << 20,
+            cpu_step: std::time::Duration::from_millis(value(&args, "--cpu-step-ms").and_then(|v| v.parse().ok()).unwrap_or(10_000)),
+        }),
         Some("probe") => probe(),
         Some("info") => println!("{{\"engine\":\"{ENGINE_NAME}\"}}"),
         _ => {
-            eprintln!("sandbox-worker is started by the codemode host (modes: template, run, exec, probe, info)");
+            eprintln!("sandbox-worker is started by the codemode host (modes: template, run, exec, plugin, probe, info)");
             std::process::exit(2);
         }
     }

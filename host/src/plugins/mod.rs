@@ -6,10 +6,14 @@
 //! program sees. A plugin that cannot start is reported and left out; it never stops the
 //! others.
 //!
-//! Runtimes: [`process`] (any executable speaking JSON-RPC over stdio) and [`mcp`]
-//! (MCP servers, over stdio or streamable HTTP). JavaScript plugins are not built yet.
+//! Runtimes: [`process`] (any executable speaking JSON-RPC over stdio), [`javascript`]
+//! (a plugin folder run by the sandboxed plugin runtime, driven as a process plugin,
+//! whose `api.net.fetch` the host serves through [`net`]) and [`mcp`] (MCP servers,
+//! over stdio or streamable HTTP).
 
+pub mod javascript;
 pub mod mcp;
+pub mod net;
 pub mod process;
 
 use std::sync::Arc;

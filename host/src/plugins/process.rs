@@ -24,6 +24,7 @@ use tokio::sync::{oneshot, Mutex};
 use tokio_util::codec::{FramedRead, LinesCodec, LinesCodecError};
 use tokio_util::sync::CancellationToken;
 
+use super::net::NetAccess;
 use crate::catalog::{ToolDefinition, ToolResult};
 
 /// The longest line a plugin may write (one JSON-RPC message).
@@ -51,6 +52,8 @@ pub struct ProcessConfig {
     pub cwd: Option<PathBuf>,
     /// Longest a tool call may take before the host gives it up.
     pub call_timeout: Duration,
+    /// What the plugin may fetch through the host (`host/fetch`); `None`: nothing.
+    pub net: Option<Arc<NetAccess>>,
 }
 
 /// Why a plugin request failed.
@@ -98,10 +101,11 @@ pub enum PluginError {
 }
 
 type Pending = Arc<StdMutex<HashMap<u64, oneshot::Sender<Result<Value, PluginError>>>>>;
+type Stdin = Arc<Mutex<tokio::process::ChildStdin>>;
 
 /// One running process and its reader.
 struct Connection {
-    stdin: Mutex<tokio::process::ChildStdin>,
+    stdin: Stdin,
     pending: Pending,
     next_id: AtomicU64,
     /// Cancelled when the connection is dead (and kills the process when dropped).
@@ -273,7 +277,7 @@ impl ProcessPlugin {
             return Err(PluginError::Start { plugin: name, reason: "its standard streams are missing".into() });
         };
         let connection = Arc::new(Connection {
-            stdin: Mutex::new(stdin),
+            stdin: Arc::new(Mutex::new(stdin)),
             pending: Arc::new(StdMutex::new(HashMap::new())),
             next_id: AtomicU64::new(1),
             dead: CancellationToken::new(),
@@ -285,7 +289,7 @@ impl ProcessPlugin {
             name.clone(),
             FramedRead::new(stdout, LinesCodec::new_with_max_length(MAX_LINE_BYTES)),
             Arc::clone(&connection.pending),
-            connection.dead.clone(),
+            PluginRequests { stdin: Arc::clone(&connection.stdin), net: self.config.net.clone(), running: Arc::default(), dead: connection.dead.clone() },
             Instant::now(),
         ));
         // Handshake on the new connection directly (not through `connected`, which holds the slot).
@@ -336,9 +340,10 @@ async fn read_answers(
     name: String,
     mut lines: FramedRead<tokio::process::ChildStdout, LinesCodec>,
     pending: Pending,
-    dead: CancellationToken,
+    requests: PluginRequests,
     started: Instant,
 ) {
+    let dead = requests.dead.clone();
     let reason = loop {
         let line = tokio::select! {
             line = lines.next() => line,
@@ -355,7 +360,9 @@ async fn read_answers(
             Ok(m) => m,
             Err(_) => break format!("it wrote something that is not JSON-RPC: {:?}", line.chars().take(80).collect::<String>()),
         };
-        if let Some(id) = message.get("id").and_then(Value::as_u64) {
+        if let Some(method) = message.get("method").and_then(Value::as_str).filter(|m| *m != "host/tools.changed") {
+            requests.serve(&name, method, &message);
+        } else if let Some(id) = message.get("id").and_then(Value::as_u64) {
             let answer = match (message.get("result"), message.get("error")) {
                 (Some(result), None) => Ok(result.clone()),
                 (_, Some(error)) => Err(PluginError::Rpc {
@@ -375,7 +382,10 @@ async fn read_answers(
         }
     };
     dead.cancel();
-    tracing::warn!("plugin {name}: {reason}");
+    // A plugin dropped by the host (shutting down) is expected to go away quietly.
+    if plugin.strong_count() > 0 {
+        tracing::warn!("plugin {name}: {reason}");
+    }
     let waiters: Vec<_> = pending.lock().unwrap_or_else(|p| p.into_inner()).drain().collect();
     for (_, waiter) in waiters {
         let _ = waiter.send(Err(PluginError::Gone { plugin: name.clone(), reason: reason.clone() }));
@@ -389,6 +399,69 @@ async fn read_answers(
         }
         plugin.record_failure();
     }
+}
+
+/// Requests and notifications the plugin sends the host (`host/fetch`, `host/cancel`).
+struct PluginRequests {
+    stdin: Stdin,
+    net: Option<Arc<NetAccess>>,
+    /// Requests being served, by the JSON text of their id, so `host/cancel` can stop them.
+    running: Arc<StdMutex<HashMap<String, CancellationToken>>>,
+    /// The connection's end.
+    dead: CancellationToken,
+}
+
+impl PluginRequests {
+    /// Starts serving one message from the plugin; never blocks the reader.
+    fn serve(&self, plugin: &str, method: &str, message: &Value) {
+        let id = message.get("id").cloned();
+        let params = message.get("params").cloned().unwrap_or(Value::Null);
+        match (method, id) {
+            ("host/cancel", None) => {
+                let key = params.get("id").map(Value::to_string).unwrap_or_default();
+                if let Some(token) = self.running.lock().unwrap_or_else(|p| p.into_inner()).remove(&key) {
+                    token.cancel();
+                }
+            }
+            ("host/fetch", Some(id)) => {
+                let Some(net) = self.net.clone() else {
+                    return self.reply(id, Err(format!("api.net.fetch: plugin {plugin} has no network permission")));
+                };
+                let key = id.to_string();
+                let token = self.dead.child_token();
+                self.running.lock().unwrap_or_else(|p| p.into_inner()).insert(key.clone(), token.clone());
+                let (stdin, running) = (Arc::clone(&self.stdin), Arc::clone(&self.running));
+                tokio::spawn(async move {
+                    let answer = tokio::select! {
+                        answer = net.fetch(params) => answer,
+                        () = token.cancelled() => return,
+                    };
+                    running.lock().unwrap_or_else(|p| p.into_inner()).remove(&key);
+                    write_reply(&stdin, id, answer).await;
+                });
+            }
+            (other, Some(id)) => self.reply(id, Err(format!("the codemode host does not serve {other}"))),
+            (_, None) => tracing::debug!("plugin {plugin}: ignored the notification {method}"),
+        }
+    }
+
+    fn reply(&self, id: Value, answer: Result<Value, String>) {
+        let stdin = Arc::clone(&self.stdin);
+        tokio::spawn(async move { write_reply(&stdin, id, answer).await });
+    }
+}
+
+/// Writes the host's answer to a plugin's request; a plugin that stopped reading is
+/// noticed by the reader, not here.
+async fn write_reply(stdin: &Stdin, id: Value, answer: Result<Value, String>) {
+    let message = match answer {
+        Ok(result) => json!({ "jsonrpc": "2.0", "id": id, "result": result }),
+        Err(message) => json!({ "jsonrpc": "2.0", "id": id, "error": { "code": -32000, "message": message } }),
+    };
+    let mut line = message.to_string();
+    line.push('\n');
+    let mut stdin = stdin.lock().await;
+    let _ = tokio::time::timeout(SETUP_TIMEOUT, stdin.write_all(line.as_bytes())).await;
 }
 
 /// Forwards the plugin's stderr to the host's log, a line at a time.

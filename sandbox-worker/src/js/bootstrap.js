@@ -183,8 +183,11 @@
         ObjectDefineProperty(fn, "name", { value: tool });
         ObjectDefineProperty(group, tool, { value: fn, enumerable: true });
         names.push(tool);
+      }
+      // Aliases after every real name: a tool named get_x wins over get-x's alias.
+      for (const tool of tools) {
         const a = alias(tool);
-        if (a !== tool && !ReflectHas(group, a)) ObjectDefineProperty(group, a, { value: fn, enumerable: false });
+        if (a !== tool && !ReflectHas(group, a)) ObjectDefineProperty(group, a, { value: group[tool], enumerable: false });
       }
       ObjectFreeze(group);
       const proxy = guarded(group, (prop) => {
@@ -193,8 +196,11 @@
         return unknownTool(`Unknown tool tools.${alias(plugin)}.${prop}.${hint}`);
       });
       ObjectDefineProperty(root, plugin, { value: proxy, enumerable: true });
+    }
+    // Aliases after every real name, as for tools.
+    for (const { plugin } of catalog) {
       const a = alias(plugin);
-      if (a !== plugin && !ReflectHas(root, a)) ObjectDefineProperty(root, a, { value: proxy, enumerable: false });
+      if (a !== plugin && !ReflectHas(root, a)) ObjectDefineProperty(root, a, { value: root[plugin], enumerable: false });
     }
     ObjectFreeze(root);
     return guarded(root, (plugin) => {

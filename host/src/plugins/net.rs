@@ -1,0 +1,235 @@
+//! `api.net.fetch` for JavaScript plugins: the plugin runtime has no network of its
+//! own, so it asks the host (`host/fetch`), and the host performs the request only when
+//! the URL's host is in the plugin's `permissions.net.hosts` (redirects included).
+//!
+//! Host entries: `example.com` (that host on the scheme's default port),
+//! `example.com:8080` (that port), `*.example.com` (any subdomain, default port).
+//! Only `http` and `https` URLs are fetched. [`NetAccess::allows`] is the whole policy,
+//! a pure function with its own tests.
+
+use std::time::Duration;
+
+use base64::Engine as _;
+use futures::StreamExt;
+use reqwest::Url;
+use serde::Deserialize;
+use serde_json::{json, Value};
+
+/// The largest response body handed to a plugin.
+pub const MAX_BODY_BYTES: usize = 8 * 1024 * 1024;
+/// Redirects followed per request (each one checked against the allowlist).
+const MAX_REDIRECTS: usize = 10;
+
+/// One `net.hosts` entry.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct HostPattern {
+    /// The host name, lowercase, without `*.`.
+    host: String,
+    /// True for `*.host` (subdomains only).
+    subdomains: bool,
+    /// The port, when the entry names one.
+    port: Option<u16>,
+}
+
+impl HostPattern {
+    fn parse(entry: &str) -> Self {
+        let (host, port) = match entry.rsplit_once(':') {
+            Some((h, p)) if !h.contains(':') => (h, p.parse().ok()),
+            _ => (entry, None),
+        };
+        let lower = host.to_ascii_lowercase();
+        match lower.strip_prefix("*.") {
+            Some(domain) => Self { host: domain.to_string(), subdomains: true, port },
+            None => Self { host: lower, subdomains: false, port },
+        }
+    }
+
+    fn matches(&self, host: &str, port: u16, default_port: u16) -> bool {
+        let host_ok = if self.subdomains { host.strip_suffix(&self.host).is_some_and(|rest| rest.ends_with('.')) } else { host == self.host };
+        host_ok && port == self.port.unwrap_or(default_port)
+    }
+}
+
+/// What a plugin may reach.
+#[derive(Debug)]
+pub struct NetAccess {
+    plugin: String,
+    entries: Vec<String>,
+    patterns: Vec<HostPattern>,
+    timeout: Duration,
+}
+
+/// The `host/fetch` request's parameters.
+#[derive(Debug, Deserialize)]
+struct FetchRequest {
+    url: String,
+    #[serde(default = "get")]
+    method: String,
+    #[serde(default)]
+    headers: Vec<(String, String)>,
+    #[serde(default)]
+    body: Option<String>,
+}
+
+fn get() -> String {
+    "GET".into()
+}
+
+impl NetAccess {
+    /// The allowlist of `plugin`, from its manifest's `net.hosts`; requests give up
+    /// after `timeout`.
+    pub fn new(plugin: &str, hosts: &[String], timeout: Duration) -> Self {
+        // TLS through rustls with the ring provider; a provider installed earlier wins.
+        let _ = rustls::crypto::ring::default_provider().install_default();
+        Self { plugin: plugin.to_string(), entries: hosts.to_vec(), patterns: hosts.iter().map(|h| HostPattern::parse(h)).collect(), timeout }
+    }
+
+    /// Whether the plugin may fetch `url`; the error says why not and how to allow it.
+    pub fn allows(&self, url: &Url) -> Result<(), String> {
+        let default_port = match url.scheme() {
+            "http" => 80,
+            "https" => 443,
+            other => return Err(format!("api.net.fetch: {other}: URLs are not fetched; use http or https")),
+        };
+        if permitted(&self.patterns, url) {
+            return Ok(());
+        }
+        let host = host_of(url);
+        let port = url.port().unwrap_or(default_port);
+        let shown = if port == default_port { host } else { format!("{host}:{port}") };
+        Err(format!(
+            "api.net.fetch: plugin {} may not reach {shown}: its manifest.json allows only {}; add \"{shown}\" to permissions.net.hosts to allow it",
+            self.plugin,
+            if self.entries.is_empty() { "no hosts".to_string() } else { self.entries.join(", ") }
+        ))
+    }
+
+    /// Performs a `host/fetch` request and builds its answer:
+    /// `{ status, statusText, url, headers: [[name, value]], body | bodyBase64 }`.
+    pub async fn fetch(&self, params: Value) -> Result<Value, String> {
+        let request: FetchRequest = serde_json::from_value(params).map_err(|e| format!("api.net.fetch: invalid request: {e}"))?;
+        let url = Url::parse(&request.url).map_err(|e| format!("api.net.fetch: {:?} is not a URL: {e}", request.url))?;
+        self.allows(&url)?;
+        let method = reqwest::Method::from_bytes(request.method.as_bytes()).map_err(|_| format!("api.net.fetch: {:?} is not an HTTP method", request.method))?;
+        let client = self.client()?;
+        let mut builder = client.request(method, url.clone());
+        for (name, value) in &request.headers {
+            // The host header follows the URL (it is what the allowlist checked).
+            if !name.eq_ignore_ascii_case("host") {
+                builder = builder.header(name, value);
+            }
+        }
+        if let Some(body) = request.body {
+            builder = builder.body(body);
+        }
+        let response = builder.send().await.map_err(|e| describe(&url, &e))?;
+        let status = response.status();
+        let final_url = response.url().to_string();
+        let headers: Vec<(String, String)> =
+            response.headers().iter().map(|(k, v)| (k.to_string(), String::from_utf8_lossy(v.as_bytes()).into_owned())).collect();
+        let mut body = Vec::new();
+        let mut stream = response.bytes_stream();
+        while let Some(chunk) = stream.next().await {
+            let chunk = chunk.map_err(|e| describe(&url, &e))?;
+            if body.len() + chunk.len() > MAX_BODY_BYTES {
+                return Err(format!("api.net.fetch: the response from {url} is larger than {} MiB", MAX_BODY_BYTES >> 20));
+            }
+            body.extend_from_slice(&chunk);
+        }
+        let mut answer = json!({ "status": status.as_u16(), "statusText": status.canonical_reason().unwrap_or(""), "url": final_url, "headers": headers });
+        match String::from_utf8(body) {
+            Ok(text) => answer["body"] = Value::String(text),
+            Err(e) => answer["bodyBase64"] = Value::String(base64::engine::general_purpose::STANDARD.encode(e.into_bytes())),
+        }
+        Ok(answer)
+    }
+
+    /// A client whose redirects are checked against the same allowlist.
+    fn client(&self) -> Result<reqwest::Client, String> {
+        let patterns = self.patterns.clone();
+        let policy = reqwest::redirect::Policy::custom(move |attempt| {
+            let allowed = permitted(&patterns, attempt.url());
+            if attempt.previous().len() >= MAX_REDIRECTS {
+                attempt.error(format!("more than {MAX_REDIRECTS} redirects"))
+            } else if allowed {
+                attempt.follow()
+            } else {
+                let to = attempt.url().to_string();
+                attempt.error(format!("a redirect to {to}, which is not in the plugin's permissions.net.hosts"))
+            }
+        });
+        reqwest::Client::builder().redirect(policy).timeout(self.timeout).no_proxy().build().map_err(|e| format!("api.net.fetch: cannot create the HTTP client: {e}"))
+    }
+}
+
+/// The URL's host, lowercase, IPv6 literals without brackets.
+fn host_of(url: &Url) -> String {
+    url.host_str().unwrap_or_default().trim_start_matches('[').trim_end_matches(']').to_ascii_lowercase()
+}
+
+/// True when an `http`/`https` URL's host and port match one of `patterns`.
+fn permitted(patterns: &[HostPattern], url: &Url) -> bool {
+    let default_port = match url.scheme() {
+        "http" => 80,
+        "https" => 443,
+        _ => return false,
+    };
+    let host = host_of(url);
+    patterns.iter().any(|p| p.matches(&host, url.port().unwrap_or(default_port), default_port))
+}
+
+/// An error with its causes, as one line.
+fn describe(url: &Url, error: &reqwest::Error) -> String {
+    let mut text = format!("api.net.fetch {url}: {error}");
+    let mut source = std::error::Error::source(error);
+    while let Some(cause) = source {
+        text.push_str(&format!(": {cause}"));
+        source = cause.source();
+    }
+    text
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn access(hosts: &[&str]) -> NetAccess {
+        NetAccess::new("weather", &hosts.iter().map(|h| h.to_string()).collect::<Vec<_>>(), Duration::from_secs(1))
+    }
+
+    fn check(a: &NetAccess, url: &str) -> Result<(), String> {
+        a.allows(&Url::parse(url).unwrap())
+    }
+
+    #[test]
+    fn exact_hosts_on_default_ports() {
+        let a = access(&["wttr.in"]);
+        assert!(check(&a, "https://wttr.in/Oslo?format=3").is_ok());
+        assert!(check(&a, "http://WTTR.in/").is_ok());
+        assert!(check(&a, "https://wttr.in:8443/").is_err());
+        assert!(check(&a, "https://evil.wttr.in/").is_err());
+        assert!(check(&a, "https://wttr.in.evil.com/").is_err());
+    }
+
+    #[test]
+    fn ports_and_subdomains() {
+        let a = access(&["127.0.0.1:8080", "*.example.org"]);
+        assert!(check(&a, "http://127.0.0.1:8080/x").is_ok());
+        assert!(check(&a, "http://127.0.0.1/x").is_err());
+        assert!(check(&a, "https://api.example.org/").is_ok());
+        assert!(check(&a, "https://a.b.example.org/").is_ok());
+        assert!(check(&a, "https://example.org/").is_err());
+        assert!(check(&a, "https://badexample.org/").is_err());
+    }
+
+    #[test]
+    fn refusals_say_what_to_add() {
+        let a = access(&["wttr.in"]);
+        assert_eq!(
+            check(&a, "http://169.254.169.254/latest/meta-data").unwrap_err(),
+            "api.net.fetch: plugin weather may not reach 169.254.169.254: its manifest.json allows only wttr.in; add \"169.254.169.254\" to permissions.net.hosts to allow it"
+        );
+        assert_eq!(check(&a, "file:///etc/passwd").unwrap_err(), "api.net.fetch: file: URLs are not fetched; use http or https");
+        assert!(check(&access(&[]), "https://wttr.in/").unwrap_err().contains("allows only no hosts"));
+    }
+}

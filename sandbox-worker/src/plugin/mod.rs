@@ -1,0 +1,172 @@
+//! The JavaScript plugin runtime: one long-lived, sandboxed deno_core process per
+//! plugin, speaking the process-plugin protocol (`protocol/PLUGINS.md`) on its standard
+//! input and output.
+//!
+//! The host starts it as a process plugin (`sandbox-worker plugin --dir DIR ...`), so
+//! restarts, backoff, call timeouts and `tool/cancel` work as for any process plugin.
+//! The order, in one function ([`run`]):
+//! 1. read the manifest and every module into memory ([`files`]);
+//! 2. enter the sandbox of a spawned worker (the same layers as a program's worker,
+//!    keeping only standard input, output and error) and fork into a new pid namespace;
+//! 3. create the runtime with the plugin ops ([`ops`]) and `plugin.js`;
+//! 4. start the per-call CPU watchdog, lock the process (resource limits, the worker's
+//!    seccomp table), set the heap limit;
+//! 5. load and evaluate the main module, then hand its namespace to `plugin.js`, which
+//!    calls `activate(api)`, collects `globalThis.tools`, and serves the host's requests.
+//!
+//! The plugin never reaches the network itself: `api.net.fetch` is a `host/fetch`
+//! request that the host performs against the manifest's `net.hosts`. A plugin stopped
+//! by a limit answers every unanswered request with the reason and exits; the host
+//! starts it again on the next call.
+
+pub mod files;
+pub mod ops;
+
+use std::path::PathBuf;
+use std::rc::Rc;
+use std::sync::Arc;
+use std::time::Duration;
+
+use deno_core::PollEventLoopOptions;
+
+use crate::memory::{self, MemoryTrip};
+use crate::sandbox::{self, rlimits, Environment, Strictness};
+use crate::step_clock::StepClock;
+use files::PluginFiles;
+use ops::{codemode_plugin, PluginDriver, PluginLink, PluginSetup};
+
+const PLUGIN_JS: &str = include_str!("../js/plugin.js");
+
+/// What the host passes on the command line.
+#[derive(Debug, Clone)]
+pub struct PluginOptions {
+    /// The plugin's folder.
+    pub dir: PathBuf,
+    /// The name the host gives it (`tools.<name>`).
+    pub name: String,
+    /// The host's pid (the parent-death check).
+    pub host_pid: i32,
+    /// Sandbox strictness.
+    pub strictness: Strictness,
+    /// The JavaScript heap limit.
+    pub memory_bytes: u64,
+    /// The longest JavaScript may run without waiting for the host.
+    pub cpu_step: Duration,
+}
+
+/// Runs the plugin until the host closes its input, a limit stops it, or it fails.
+pub fn run(options: PluginOptions) -> ! {
+    crate::die_with_host(options.host_pid);
+    let link = Rc::new(PluginLink::default());
+    let name = options.name.clone();
+    let files = PluginFiles::load(&options.dir).unwrap_or_else(|e| refuse(&link, &format!("plugin {name} cannot load: {e}")));
+    let base = memory::current_data_bytes().unwrap_or_else(|e| crate::fail(&format!("cannot measure memory: {e}"))) + crate::SPAWNED_ENGINE_ALLOWANCE;
+
+    let policy = sandbox::enter_template(&[0, 1, 2], options.strictness, crate::engine::ENGINE_GENERATES_CODE, Environment::EngineSwitchesOnly)
+        .unwrap_or_else(|e| refuse(&link, &format!("plugin {name} cannot enter its sandbox: {e}")));
+    crate::fork_and_mirror();
+    if let Err(e) = sandbox::enter_worker(&policy, &[0, 1, 2], 0) {
+        refuse(&link, &format!("plugin {name} cannot enter its sandbox: {e}"));
+    }
+
+    let mut runtime = crate::engine::new_runtime(vec![codemode_plugin::init()], Some(Rc::new(files.loader())), Some(options.memory_bytes))
+        .unwrap_or_else(|e| refuse(&link, &format!("plugin {name}: {e}")));
+    runtime.op_state().borrow_mut().put(Rc::clone(&link));
+    runtime.op_state().borrow_mut().put(PluginSetup {
+        plugin: name.clone(),
+        version: files.manifest.version.clone(),
+        may_provide_tools: files.manifest.may_provide_tools(),
+        net_hosts: files.manifest.net_hosts().to_vec(),
+    });
+    if let Err(e) = runtime.execute_script("codemode:plugin", PLUGIN_JS) {
+        refuse(&link, &format!("plugin {name}: the plugin runtime did not start: {e}"));
+    }
+    let Some(driver) = runtime.op_state().borrow().try_borrow::<PluginDriver>().map(|d| d.0.clone()) else {
+        refuse(&link, &format!("plugin {name}: the plugin runtime registered no driver"))
+    };
+
+    let clock = StepClock::start(options.cpu_step);
+    if let Err(e) = clock.spawn_watchdog(runtime.v8_isolate().thread_safe_handle()) {
+        refuse(&link, &format!("plugin {name}: cannot start the CPU watchdog: {e}"));
+    }
+    // A long-lived process: no CPU-seconds backstop (the watchdog bounds each step).
+    let limits = rlimits::worker_rlimits(memory::os_backstop_bytes(base, options.memory_bytes), u64::MAX);
+    if let Err(e) = sandbox::lock_worker(&policy, &limits) {
+        refuse(&link, &format!("plugin {name} cannot enter its sandbox: {e}"));
+    }
+    let memory_trip = memory::set_heap_limit(&mut runtime, options.memory_bytes);
+
+    let event_loop = event_loop(&link, &clock).unwrap_or_else(|e| refuse(&link, &format!("plugin {name}: cannot start the event loop: {e}")));
+    let main = files.main.clone();
+    let ended = event_loop.block_on(async {
+        let module = runtime.load_main_es_module(&main).await.map_err(|e| format!("{main} does not load: {e}"))?;
+        let evaluated = runtime.mod_evaluate(module);
+        runtime.with_event_loop_future(evaluated, PollEventLoopOptions::default()).await.map_err(|e| format!("{main} threw while it was evaluated: {e}"))?;
+        let namespace = runtime.get_module_namespace(module).map_err(|e| e.to_string())?;
+        let namespace = {
+            deno_core::scope!(scope, &mut runtime);
+            let local = deno_core::v8::Local::new(scope, namespace);
+            deno_core::v8::Global::new(scope, deno_core::v8::Local::<deno_core::v8::Value>::from(local))
+        };
+        let serve = runtime.call_with_args(&driver, &[namespace]);
+        runtime.with_event_loop_promise(Box::pin(serve), PollEventLoopOptions::default()).await.map_err(|e| e.to_string())?;
+        Ok::<(), String>(())
+    });
+    let reason = stop_reason(ended, &options, &memory_trip, &clock);
+    link.fail_in_flight(&|tool| match tool {
+        Some(tool) => format!("tool {name}.{tool} failed: {reason}"),
+        None => format!("plugin {name}: {reason}"),
+    });
+    drop(runtime);
+    crate::exit_now(if clock.tripped() { crate::EXIT_CPU_LIMIT } else { crate::EXIT_SETUP_FAILED })
+}
+
+/// Why the plugin stopped serving. Limits win over the error their termination caused.
+fn stop_reason(ended: Result<(), String>, options: &PluginOptions, memory: &MemoryTrip, clock: &StepClock) -> String {
+    if memory.tripped() {
+        return format!(
+            "the plugin used more than its memory limit of {} MiB and was stopped; it restarts on the next call (raise memory_mib in its configuration if it needs more)",
+            options.memory_bytes >> 20
+        );
+    }
+    if clock.tripped() {
+        return format!(
+            "the plugin ran JavaScript for more than {} ms without waiting for the host and was stopped; it restarts on the next call (long work must await the host, or raise cpu_step_ms in its configuration)",
+            options.cpu_step.as_millis()
+        );
+    }
+    match ended {
+        Ok(()) => "the plugin runtime stopped serving".into(),
+        Err(e) => e,
+    }
+}
+
+/// The plugin's event loop: a single-threaded tokio runtime with no I/O driver. When
+/// nothing can run, the plugin is waiting for the host, so the park hook reads the
+/// host's next message ([`PluginLink::wait_for_host`]).
+fn event_loop(link: &Rc<PluginLink>, clock: &Arc<StepClock>) -> std::io::Result<tokio::runtime::Runtime> {
+    WAITING_LINK.with(|l| *l.borrow_mut() = Some(Rc::clone(link)));
+    let clock = Arc::clone(clock);
+    tokio::runtime::Builder::new_current_thread()
+        .on_thread_park(move || {
+            WAITING_LINK.with(|l| {
+                if let Some(link) = l.borrow().as_deref() {
+                    link.wait_for_host(&clock);
+                }
+            })
+        })
+        .build()
+}
+
+thread_local! {
+    /// The link, for the event loop's park hook (which must be `Send`).
+    static WAITING_LINK: std::cell::RefCell<Option<Rc<PluginLink>>> = const { std::cell::RefCell::new(None) };
+}
+
+/// Refuses to start: answers the host's requests (at least `initialize`) with
+/// `message`, so the host can say why, and exits.
+fn refuse(link: &PluginLink, message: &str) -> ! {
+    eprintln!("{message}");
+    link.fail_in_flight(&|_| message.to_string());
+    crate::exit_now(crate::EXIT_SETUP_FAILED)
+}

@@ -1,0 +1,42 @@
+// The JavaScript test plugin for host/tests/javascript_plugins.rs. Its manifest is
+// written by each test (the network allowlist names the test's own HTTP server).
+let aborted = [];
+const dynamic = new Map();
+
+export function activate(api) {
+  const tool = (name, run, extra = {}) => api.tools.register({ name, description: `Test tool ${name}.`, run, ...extra });
+
+  tool("echo", (input, ctx) => ({ input, context: { workspace: ctx.workspace, workspaceId: ctx.workspaceId, agentId: ctx.agentId, chatId: ctx.chatId, callId: ctx.callId, aborted: ctx.signal.aborted } }));
+  tool("text", ({ text }) => text);
+  tool("nothing", () => undefined);
+  tool("image", () => ({ content: [{ type: "text", text: "a pixel" }, { type: "image", data: "iVBORw0KGgo=", mimeType: "image/png" }] }));
+  tool("mcp_error", () => ({ content: [{ type: "text", text: "the plugin says no" }], isError: true }));
+  tool("throws", () => { throw new Error("broken on purpose"); });
+  tool("rejects", async () => { throw new RangeError("out of range"); });
+  tool("typed", ({ count }) => count * 2, { inputSchema: { type: "object", properties: { count: { type: "integer", minimum: 0 } }, required: ["count"] } });
+  tool("stats", ({ good }) => (good ? { total: 3, names: ["a"] } : { total: "three" }), {
+    inputSchema: { type: "object", properties: { good: { type: "boolean" } } },
+    outputSchema: { type: "object", properties: { total: { type: "integer" }, names: { type: "array", items: { type: "string" } } }, required: ["total"] },
+  });
+  tool("wait_for_abort", (input, ctx) => new Promise((resolve) => {
+    ctx.signal.addEventListener("abort", () => { aborted.push(`${ctx.signal.reason.name}: ${ctx.signal.reason.message}`); resolve("aborted"); });
+  }));
+  tool("aborted", () => aborted);
+  tool("spin", () => { for (;;) {} });
+  tool("hog", () => { const keep = []; for (;;) keep.push(new Array(100000).fill(keep.length)); });
+  tool("huge", ({ mib }) => "x".repeat(mib * 1024 * 1024));
+  tool("shout", ({ lines }) => { for (let i = 0; i < lines; i++) console.log(`line ${i} `.repeat(200)); return "done"; });
+  tool("fetch", async ({ url, method, body }, ctx) => {
+    const response = await api.net.fetch(url, { method, body, headers: { "x-test": "1" }, signal: ctx.signal });
+    return { status: response.status, ok: response.ok, type: response.headers.get("content-type"), body: await response.text() };
+  });
+  tool("add_tool", ({ name }) => { dynamic.set(name, tool(name, () => `I am ${name}`)); return "added"; });
+  tool("remove_tool", ({ name }) => { dynamic.get(name).remove(); return "removed"; });
+  tool("globals", () => ["Deno", "fetch", "setTimeout", "require", "process", "WebAssembly", "tools", "AbortController", "console"].map((n) => `${n}:${typeof globalThis[n]}`));
+}
+
+globalThis.tools.simple_add = {
+  description: "Adds a and b (the globalThis.tools form).",
+  parameters: { type: "object", properties: { a: { type: "number" }, b: { type: "number" } }, required: ["a", "b"] },
+  handler: ({ a, b }) => a + b,
+};
