@@ -8,8 +8,9 @@ REPO_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 export CMAKE_TOOLCHAIN_FILE="$REPO_ROOT/scripts/cmake/offline-toolchain.cmake"
 
 # System packages: the QuickJS backend (v8x) builds offline with the first five; python3
-# runs the example and test plugins; ca-certificates lets api.net.fetch verify TLS.
-SYSTEM_PACKAGES=(build-essential pkg-config cmake libclang-dev libsimde-dev python3 ca-certificates)
+# runs the example and test plugins, python3-venv holds the MCP Python SDK for the MCP
+# server's test; ca-certificates lets api.net.fetch verify TLS.
+SYSTEM_PACKAGES=(build-essential pkg-config cmake libclang-dev libsimde-dev python3 python3-venv ca-certificates)
 
 ensure_system_packages() {
   local missing=()

@@ -13,6 +13,7 @@ use std::future::Future;
 use std::sync::Arc;
 
 use futures::future::BoxFuture;
+use futures::FutureExt;
 use protocol::{PluginTools, ToolAnswer};
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
@@ -169,6 +170,10 @@ pub struct ToolDefinition {
     /// MCP's behaviour hints.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub annotations: Option<ToolAnnotations>,
+    /// Each call must be approved by a person first (the MCP server asks through
+    /// elicitation). Set by the plugin or by the configuration's `require_approval`.
+    #[serde(rename = "requiresApproval", default, skip_serializing_if = "std::ops::Not::not")]
+    pub requires_approval: bool,
 }
 
 /// MCP's tool annotations: hints about what a tool does, for clients and people.
@@ -285,6 +290,17 @@ impl Tool {
             return Err(format!("{qualified} declares an outputSchema but returned no structuredContent"));
         };
         describe_errors(validator, structured, "output").map_err(|why| format!("{qualified} returned a result that does not match its outputSchema: {why}"))
+    }
+
+    /// Runs a call the way every caller must: the input checked against the input
+    /// schema, the handler (a panic is a failure, not a crash), the result checked
+    /// against the output schema. `Err` is the message of a failed call.
+    pub async fn invoke(&self, input: Value, context: CallContext) -> Result<ToolResult, String> {
+        let qualified = format!("{}.{}", context.plugin, context.tool);
+        self.check_input(&qualified, &input)?;
+        let result = std::panic::AssertUnwindSafe(self.handler.call(input, context)).catch_unwind().await.map_err(|_| format!("tool {qualified} crashed"))?;
+        self.check_output(&qualified, &result)?;
+        Ok(result)
     }
 
     /// What the program's call resolves or rejects with, given the tool's result.

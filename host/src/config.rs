@@ -2,6 +2,11 @@
 //! server read: the limits and the plugins.
 //!
 //! ```toml
+//! [server]                 # the MCP server
+//! mode = "code"            # or "tools": each plugin tool as <plugin>__<tool>
+//! max_concurrent_programs = 8
+//! output_bytes = 65536
+//!
 //! [limits]
 //! memory_mib = 256
 //! cpu_step_ms = 10000
@@ -48,9 +53,53 @@ pub struct Config {
     /// Offer the bundled in-process example tools (weather.forecast, math.add).
     #[serde(default)]
     pub example_tools: bool,
+    /// How the MCP server presents the tools.
+    #[serde(default)]
+    pub server: ServerConfig,
     /// The folder relative paths are resolved against (the file's own).
     #[serde(skip)]
     pub base_dir: PathBuf,
+}
+
+/// `[server]`: the MCP server (`codemode mcp`, `codemode serve`).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ServerConfig {
+    /// `code` (one `execute` tool, the default) or `tools` (each plugin tool as an MCP
+    /// tool named `<plugin>__<tool>`).
+    #[serde(default)]
+    pub mode: ServerMode,
+    /// Programs that may run at once; more wait their turn.
+    #[serde(default = "default_concurrent_programs")]
+    pub max_concurrent_programs: usize,
+    /// The largest result text handed to the agent; larger values are cut structurally.
+    #[serde(default = "default_output_bytes")]
+    pub output_bytes: usize,
+}
+
+impl Default for ServerConfig {
+    fn default() -> Self {
+        Self { mode: ServerMode::default(), max_concurrent_programs: default_concurrent_programs(), output_bytes: default_output_bytes() }
+    }
+}
+
+fn default_concurrent_programs() -> usize {
+    8
+}
+
+fn default_output_bytes() -> usize {
+    64 * 1024
+}
+
+/// How the MCP server presents the tools.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ServerMode {
+    /// One `execute` tool running JavaScript programs.
+    #[default]
+    Code,
+    /// Each plugin tool as an MCP tool of its own.
+    Tools,
 }
 
 /// `[limits]`: each one optional; the defaults are [`Limits::default`].
@@ -128,6 +177,9 @@ pub struct PluginConfig {
     /// Off: the plugin's rules are not given to agents (its tools still are).
     #[serde(default = "yes")]
     pub rules_enabled: bool,
+    /// Tools whose every call a person must approve first (`"*"`: all of the plugin's).
+    #[serde(default)]
+    pub require_approval: Vec<String>,
     /// A JavaScript plugin's manifest, read when the file is loaded.
     #[serde(skip)]
     pub manifest: Option<Manifest>,
@@ -287,6 +339,11 @@ impl Config {
         self.base_dir.join(plugin.path.as_deref().unwrap_or_default())
     }
 
+    /// The tools that need a person's approval, by plugin (from `require_approval`).
+    pub fn approvals(&self) -> std::collections::HashMap<String, Vec<String>> {
+        self.plugins.iter().filter(|p| p.enabled && !p.require_approval.is_empty()).map(|p| (p.name.clone(), p.require_approval.clone())).collect()
+    }
+
     /// The JavaScript plugins to start.
     pub fn javascript_plugins(&self) -> Vec<JavascriptPlugin> {
         self.enabled(PluginKind::Javascript)
@@ -366,6 +423,17 @@ mod tests {
         .unwrap();
         let c = Config::load(&path).unwrap();
         assert_eq!(c.rules_text().unwrap(), "## db\n\nAlways cite the row id.\n\nNever delete notes.");
+    }
+
+    #[test]
+    fn server_settings_and_approvals() {
+        let c = parse("[server]\nmode = \"tools\"\nmax_concurrent_programs = 2\n\n[[plugin]]\nname = \"db\"\nkind = \"process\"\ncommand = \"x\"\nrequire_approval = [\"delete\"]\n").unwrap();
+        assert_eq!(c.server.mode, ServerMode::Tools);
+        assert_eq!(c.server.max_concurrent_programs, 2);
+        assert_eq!(c.server.output_bytes, 64 * 1024);
+        assert_eq!(c.approvals().get("db"), Some(&vec!["delete".to_string()]));
+        let e = parse("[server]\nmode = \"both\"\n").unwrap_err().to_string();
+        assert!(e.contains("unknown variant `both`"), "{e}");
     }
 
     #[test]

@@ -23,9 +23,10 @@ use futures::stream::FuturesUnordered;
 use futures::{FutureExt, StreamExt};
 use protocol::{ConsoleLevel, HostChannel, HostToWorker, StartProgram, ToolAnswer, WorkerOutcome, WorkerToHost, MAX_FRAME_BYTES};
 use serde_json::value::RawValue;
+use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
-use crate::catalog::{CallContext, Caller, Catalog};
+use crate::catalog::{CallContext, Caller, Catalog, Tool};
 use crate::launcher::{LaunchError, LaunchMode, Launcher, SandboxPolicy};
 use crate::limits::{LimitError, Limits};
 use crate::outcome::{Outcome, OutcomeKind};
@@ -107,6 +108,7 @@ impl ExecutorBuilder {
             limits: self.limits,
             busy_poll: self.busy_poll.unwrap_or(DEFAULT_BUSY_POLL),
             catalog: RwLock::new(Arc::new(self.catalog)),
+            catalog_version: tokio::sync::watch::channel(0).0,
             next_program: AtomicU64::new(1),
         })
     }
@@ -133,7 +135,18 @@ pub struct Executor {
     limits: Limits,
     busy_poll: Duration,
     catalog: RwLock<Arc<Catalog>>,
+    catalog_version: tokio::sync::watch::Sender<u64>,
     next_program: AtomicU64,
+}
+
+/// What a caller may add around each tool call of a program: a check before it (for
+/// approvals) and a report after it (for progress).
+pub trait CallHooks: Send + Sync + 'static {
+    /// Runs before the call; an `Err` rejects it in the program with that message, and
+    /// the tool never runs.
+    fn before(&self, plugin: &str, tool: &Tool, input: &Value) -> BoxFuture<'static, Result<(), String>>;
+    /// Runs when the call finished; `ok` is false for a failed or rejected call.
+    fn after(&self, plugin: &str, tool: &str, ok: bool);
 }
 
 impl Executor {
@@ -157,9 +170,16 @@ impl Executor {
         Arc::clone(&self.catalog.read().unwrap_or_else(|p| p.into_inner()))
     }
 
-    /// Replaces the catalog; programs that start later see the new one.
+    /// Replaces the catalog; programs that start later see the new one, and every
+    /// [`Executor::watch_catalog`] receiver is told.
     pub fn set_catalog(&self, catalog: Catalog) {
         *self.catalog.write().unwrap_or_else(|p| p.into_inner()) = Arc::new(catalog);
+        self.catalog_version.send_modify(|v| *v += 1);
+    }
+
+    /// A receiver that changes whenever the catalog is replaced.
+    pub fn watch_catalog(&self) -> tokio::sync::watch::Receiver<u64> {
+        self.catalog_version.subscribe()
     }
 
     /// The template's pid, in template mode.
@@ -186,6 +206,12 @@ impl Executor {
     /// Runs a program on behalf of `caller` (passed to every tool call's context), under
     /// `limits`; cancelling `cancel` stops it at once.
     pub async fn run_as(&self, code: &str, limits: Limits, cancel: CancellationToken, caller: Caller) -> Outcome {
+        self.run_hooked(code, limits, cancel, caller, None).await
+    }
+
+    /// [`Executor::run_as`], with `hooks` around each of the program's tool calls
+    /// (approvals before, progress after).
+    pub async fn run_hooked(&self, code: &str, limits: Limits, cancel: CancellationToken, caller: Caller, hooks: Option<Arc<dyn CallHooks>>) -> Outcome {
         let started = Instant::now();
         let program = self.next_program.fetch_add(1, Ordering::Relaxed);
         let span = tracing::debug_span!("program", id = program);
@@ -203,7 +229,7 @@ impl Executor {
             Err(e) => return internal(started, e.to_string()),
         };
         tracing::debug!(pid = process.pid(), "worker launched");
-        let mut session = Session::new(catalog, limits, self.busy_poll, cancel.child_token(), Arc::new(caller));
+        let mut session = Session::new(CallScope { catalog, caller: Arc::new(caller), hooks }, limits, self.busy_poll, cancel.child_token());
         // Serve on a runtime worker thread: that thread also polls the socket, so a
         // message wakes the session directly instead of through a second thread.
         // Dropping the serve future drops every in-flight tool call; the token tells
@@ -353,19 +379,18 @@ impl ConsoleBuffer {
 /// in-flight tool call, and writes answers as they complete. Keeping everything on one
 /// task avoids a cross-thread wake-up per call.
 struct Session {
-    catalog: Arc<Catalog>,
+    calls: Arc<CallScope>,
     limits: Limits,
     busy_poll: Duration,
     cancel: CancellationToken,
-    caller: Arc<Caller>,
     console: ConsoleBuffer,
     tool_calls: u64,
 }
 
 impl Session {
-    fn new(catalog: Arc<Catalog>, limits: Limits, busy_poll: Duration, cancel: CancellationToken, caller: Arc<Caller>) -> Self {
+    fn new(calls: CallScope, limits: Limits, busy_poll: Duration, cancel: CancellationToken) -> Self {
         let console = ConsoleBuffer { text: String::new(), cap: limits.console_bytes, dropped: 0 };
-        Self { catalog, limits, busy_poll, cancel, caller, console, tool_calls: 0 }
+        Self { calls: Arc::new(calls), limits, busy_poll, cancel, console, tool_calls: 0 }
     }
 
     /// Sends the program and serves the worker until it stops (see [`Ended`]).
@@ -377,7 +402,7 @@ impl Session {
         let start = StartProgram {
             code: code.to_string(),
             limits: self.limits.worker_limits(),
-            catalog: self.catalog.worker_view(),
+            catalog: self.calls.catalog.worker_view(),
             busy_poll_us: u64::try_from(self.busy_poll.as_micros()).unwrap_or(u64::MAX),
         };
         if let Err(e) = to_worker.queue_to_worker(&HostToWorker::Start(start)) {
@@ -418,7 +443,7 @@ impl Session {
                                 return Ended::Disconnected(format!("answering a tool call failed: {e}"));
                             }
                         } else {
-                            calls.push(serve_call(Arc::clone(&self.catalog), self.cancel.child_token(), Arc::clone(&self.caller), call_id, plugin, tool, input).boxed());
+                            calls.push(serve_call(Arc::clone(&self.calls), self.cancel.child_token(), call_id, plugin, tool, input).boxed());
                         }
                     }
                     Ok(WorkerToHost::Console { level, text }) => self.console.push(level, &text),
@@ -431,33 +456,44 @@ impl Session {
     }
 }
 
+/// What every tool call of one program shares: the catalog it was started with, who
+/// runs it, and the caller's hooks.
+struct CallScope {
+    catalog: Arc<Catalog>,
+    caller: Arc<Caller>,
+    hooks: Option<Arc<dyn CallHooks>>,
+}
+
 /// Runs one tool call; resolves with the answer for the worker.
 async fn serve_call(
-    catalog: Arc<Catalog>,
+    scope: Arc<CallScope>,
     cancel: CancellationToken,
-    caller: Arc<Caller>,
     call_id: u64,
     plugin: String,
     tool: String,
     input: Box<RawValue>,
 ) -> (u64, ToolAnswer) {
+    let CallScope { catalog, caller, hooks } = &*scope;
+    let caller = Arc::clone(caller);
     let answer = match catalog.get(&plugin, &tool) {
         None => ToolAnswer::Reject(format!("unknown tool {plugin}.{tool}")),
-        Some(t) => match serde_json::from_str(input.get()) {
+        Some(t) => match serde_json::from_str::<Value>(input.get()) {
             Err(e) => ToolAnswer::Reject(format!("the input of {plugin}.{tool} is not JSON: {e}")),
             Ok(input) => {
-                let qualified = format!("{plugin}.{tool}");
-                if let Err(why) = t.check_input(&qualified, &input) {
-                    return (call_id, ToolAnswer::Reject(why));
+                let approved = match hooks {
+                    Some(h) => h.before(&plugin, t, &input).await,
+                    None => Ok(()),
+                };
+                let outcome = match approved {
+                    Ok(()) => t.invoke(input, CallContext { plugin: plugin.clone(), tool: tool.clone(), call_id, caller, cancel }).await,
+                    Err(why) => Err(why),
+                };
+                if let Some(h) = hooks {
+                    h.after(&plugin, &tool, outcome.as_ref().is_ok_and(|r| !r.is_error));
                 }
-                let context = CallContext { plugin: plugin.clone(), tool: tool.clone(), call_id, caller, cancel };
-                // A panicking tool must not take the program (or the host) down with it.
-                match std::panic::AssertUnwindSafe(t.handler.call(input, context)).catch_unwind().await {
-                    Ok(result) => match t.check_output(&qualified, &result) {
-                        Ok(()) => t.answer(&result),
-                        Err(why) => ToolAnswer::Reject(why),
-                    },
-                    Err(_) => ToolAnswer::Reject(format!("tool {plugin}.{tool} crashed")),
+                match outcome {
+                    Ok(result) => t.answer(&result),
+                    Err(why) => ToolAnswer::Reject(why),
                 }
             }
         },

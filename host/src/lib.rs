@@ -39,7 +39,7 @@ pub mod signature;
 pub mod worker_process;
 
 pub use catalog::{CallContext, Caller, Catalog, CatalogError, Content, Tool, ToolDefinition, ToolHandler, ToolResult};
-pub use executor::{default_worker_path, Executor, ExecutorBuilder, ExecutorError};
+pub use executor::{default_worker_path, CallHooks, Executor, ExecutorBuilder, ExecutorError};
 pub use launcher::{LaunchMode, SandboxPolicy};
 pub use limits::Limits;
 pub use outcome::{Outcome, OutcomeKind};

@@ -4,6 +4,9 @@
 //! `--json` prints the structured outcome instead. Exit codes: 0 ok, 1 the program
 //! failed (threw, stuck, unserialisable result), 3 a limit stopped it, 4 the worker
 //! crashed or the host could not run it, 2 bad command-line usage.
+//!
+//! `codemode mcp` serves MCP on standard input and output; `codemode serve --listen
+//! ADDR` on streamable HTTP. Both read the same configuration file as `run`.
 
 use std::io::Read;
 use std::path::PathBuf;
@@ -47,6 +50,26 @@ enum Command {
         /// Offer the bundled example tools (weather.forecast, math.add).
         #[arg(long)]
         example_tools: bool,
+        /// Print the TypeScript declarations the MCP server gives agents instead.
+        #[arg(long)]
+        typescript: bool,
+    },
+    /// Serve MCP on standard input and output (for an agent that starts codemode).
+    Mcp(ServeArgs),
+    /// Serve MCP over streamable HTTP.
+    Serve {
+        #[command(flatten)]
+        common: ServeArgs,
+        /// Where to listen. Loopback by default; anything else needs --allow-remote.
+        #[arg(long, default_value = "127.0.0.1:8931")]
+        listen: std::net::SocketAddr,
+        /// Allow listening on a non-loopback address (a bearer token is then required).
+        #[arg(long)]
+        allow_remote: bool,
+        /// The environment variable holding the bearer token clients must send. When it
+        /// is set, every request needs `Authorization: Bearer <token>`.
+        #[arg(long, default_value = "CODEMODE_TOKEN")]
+        token_env: String,
     },
     /// Print each sandbox layer, whether it is active on this machine, and why not.
     SandboxCheck {
@@ -73,6 +96,28 @@ enum Command {
         #[arg(last = true, required = true)]
         payload: Vec<String>,
     },
+}
+
+/// What `mcp` and `serve` share.
+#[derive(Args)]
+struct ServeArgs {
+    /// The configuration file (plugins, limits, `[server]`).
+    #[arg(long, short)]
+    config: Option<PathBuf>,
+    /// Offer the bundled example tools (weather.forecast, math.add).
+    #[arg(long)]
+    example_tools: bool,
+    /// Present the tools as one `execute` tool (code) or each as its own (tools);
+    /// overrides `[server] mode`.
+    #[arg(long, value_parser = ["code", "tools"])]
+    mode: Option<String>,
+    /// The sandbox-worker binary (default: $CODEMODE_WORKER, or next to codemode).
+    #[arg(long)]
+    worker: Option<PathBuf>,
+    /// Run even if some sandbox layers cannot be applied on this machine. Never use this
+    /// where programs are untrusted.
+    #[arg(long)]
+    insecure_allow_weaker_sandbox: bool,
 }
 
 #[derive(Args)]
@@ -139,12 +184,21 @@ fn plugin_host(config: &Config, example_tools: bool, worker: &std::path::Path, s
     let javascript = config.javascript_plugins().into_iter().map(|p| p.process_config(worker, sandbox));
     PluginHost::new(base, config.process_plugins().into_iter().chain(javascript).map(ProcessPlugin::new).collect())
         .with_mcp(config.mcp_servers().into_iter().map(McpPlugin::new).collect())
+        .with_approvals(config.approvals())
 }
 
-/// `codemode tools`: every tool as `tools.<plugin>.<tool>(input) -> output`.
-async fn list_tools(config: Option<PathBuf>, example_tools: bool) -> anyhow::Result<i32> {
+/// `codemode tools`: every tool as `tools.<plugin>.<tool>(input) -> output`, or the
+/// TypeScript declarations.
+async fn list_tools(config: Option<PathBuf>, example_tools: bool, typescript: bool) -> anyhow::Result<i32> {
     let config = load_config(config.as_deref())?;
     let (catalog, problems) = plugin_host(&config, example_tools, &codemode::default_worker_path(), SandboxPolicy::Required).catalog().await;
+    for p in problems.iter().filter(|_| typescript) {
+        eprintln!("codemode: plugin {} is unavailable: {}", p.plugin, p.reason);
+    }
+    if typescript {
+        print_result(codemode::serve::declarations::declarations(&catalog).trim_end())?;
+        return Ok(if problems.is_empty() { 0 } else { 1 });
+    }
     let mut out = String::new();
     for (plugin, tools) in catalog.plugins() {
         for tool in tools {
@@ -198,6 +252,45 @@ async fn run(args: RunArgs) -> anyhow::Result<i32> {
     Ok(exit_code(&outcome.kind))
 }
 
+/// `codemode mcp` (stdio) and `codemode serve` (HTTP, when `http` names where).
+async fn serve(args: ServeArgs, http: Option<(std::net::SocketAddr, bool, String)>) -> anyhow::Result<i32> {
+    let mut config = load_config(args.config.as_deref())?;
+    match args.mode.as_deref() {
+        Some("tools") => config.server.mode = codemode::config::ServerMode::Tools,
+        Some("code") => config.server.mode = codemode::config::ServerMode::Code,
+        _ => {}
+    }
+    let rules = config.rules_text()?;
+    let sandbox = if args.insecure_allow_weaker_sandbox { SandboxPolicy::InsecureAllowWeaker } else { SandboxPolicy::Required };
+    let worker = args.worker.clone().unwrap_or_else(codemode::default_worker_path);
+    let plugins = Arc::new(plugin_host(&config, args.example_tools, &worker, sandbox));
+    let (catalog, problems) = plugins.catalog().await;
+    for p in &problems {
+        tracing::warn!("plugin {} is unavailable: {}", p.plugin, p.reason);
+    }
+    let limits = config.limits();
+    let executor = Arc::new(Executor::builder().worker_path(&worker).limits(limits).catalog(catalog).sandbox(sandbox).build().await.context("starting the executor")?);
+    plugins.keep_current(Arc::clone(&executor));
+    let server = codemode::serve::CodemodeServer::new(Arc::clone(&executor), limits, config.server.clone(), &rules);
+    match http {
+        None => {
+            use rmcp::ServiceExt;
+            let running = server.serve(rmcp::transport::stdio()).await.context("starting the MCP server on standard input and output")?;
+            running.waiting().await.context("serving MCP")?;
+        }
+        Some((listen, allow_remote, token_env)) => {
+            let token = std::env::var(&token_env).ok().filter(|t| !t.is_empty());
+            codemode::serve::http::check_exposure(listen, allow_remote, token.as_deref())?;
+            let listener = tokio::net::TcpListener::bind(listen).await.with_context(|| format!("listening on {listen}"))?;
+            eprintln!("codemode: serving MCP on http://{}/mcp{}", listener.local_addr()?, if token.is_some() { " (bearer token required)" } else { "" });
+            codemode::serve::http::serve(listener, server, token).await.context("serving MCP over HTTP")?;
+        }
+    }
+    drop(plugins);
+    drop(executor);
+    Ok(0)
+}
+
 /// Prints the result; a reader that went away (a closed pipe) is not an error.
 fn print_result(text: &str) -> anyhow::Result<()> {
     use std::io::Write;
@@ -227,7 +320,9 @@ fn main() {
     let code = runtime.block_on(async {
         match cli.command {
             Command::Run(args) => run(args).await,
-            Command::Tools { config, example_tools } => list_tools(config, example_tools).await,
+            Command::Tools { config, example_tools, typescript } => list_tools(config, example_tools, typescript).await,
+            Command::Mcp(args) => serve(args, None).await,
+            Command::Serve { common, listen, allow_remote, token_env } => serve(common, Some((listen, allow_remote, token_env))).await,
             Command::Rules { config } => Config::load(&config).map_err(anyhow::Error::from).and_then(|c| Ok(c.rules_text()?)).and_then(|text| {
                 print_result(&text)?;
                 Ok(0)

@@ -59,6 +59,8 @@ pub struct PluginHost {
     process: Vec<Arc<ProcessPlugin>>,
     mcp: Vec<Arc<McpPlugin>>,
     base: Catalog,
+    /// Tools the configuration marks as needing approval, by plugin (`"*"`: all).
+    approvals: std::collections::HashMap<String, Vec<String>>,
 }
 
 /// A plugin that could not be loaded, and why.
@@ -73,7 +75,14 @@ pub struct LoadProblem {
 impl PluginHost {
     /// Plugins on top of `base` (tools served in-process, such as the examples).
     pub fn new(base: Catalog, process: Vec<Arc<ProcessPlugin>>) -> Self {
-        Self { process, mcp: Vec::new(), base }
+        Self { process, mcp: Vec::new(), base, approvals: Default::default() }
+    }
+
+    /// Marks tools as needing a person's approval for every call, by plugin (`"*"`:
+    /// every tool of the plugin), on top of what the plugins themselves mark.
+    pub fn with_approvals(mut self, approvals: std::collections::HashMap<String, Vec<String>>) -> Self {
+        self.approvals = approvals;
+        self
     }
 
     /// Adds MCP servers.
@@ -105,7 +114,11 @@ impl PluginHost {
             match listed {
                 Err(e) => problems.push(LoadProblem { plugin, reason: e.to_string() }),
                 Ok(tools) => {
-                    for (handler, definition) in tools {
+                    let approve = self.approvals.get(&plugin);
+                    for (handler, mut definition) in tools {
+                        if approve.is_some_and(|names| names.iter().any(|n| n == "*" || *n == definition.name)) {
+                            definition.requires_approval = true;
+                        }
                         if let Err(e) = catalog.add(&plugin, Tool::new(definition, handler)) {
                             problems.push(LoadProblem { plugin: plugin.clone(), reason: e.to_string() });
                         }

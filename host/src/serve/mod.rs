@@ -1,9 +1,19 @@
-//! The MCP server: codemode offered to an agent as an MCP tool that runs its programs.
+//! The MCP server: codemode offered to agents over MCP (`codemode mcp` on stdio,
+//! `codemode serve` on streamable HTTP), through the official Rust SDK (rmcp).
 //!
-//! This module will hold the rmcp server. Its pure parts are here already:
-//! [`declarations`] writes the TypeScript declarations of the catalog's tools that the
-//! agent programs against, and [`cut`] shrinks a program's output to the byte cap the
-//! agent's context can take.
+//! - [`server`]: the rmcp handler: code mode's `execute` tool or separate tools,
+//!   cancellation, progress, list changes, approvals through elicitation;
+//! - [`description`]: the texts the model reads (the `execute` description and the
+//!   instructions with every plugin's rules);
+//! - [`declarations`]: TypeScript declarations of the catalog's tools, for the
+//!   description;
+//! - [`cut`]: shrinking outputs to the configured cap, keeping JSON valid;
+//! - [`http`]: the streamable HTTP listener with its bearer-token check.
 
 pub mod cut;
 pub mod declarations;
+pub mod description;
+pub mod http;
+pub mod server;
+
+pub use server::CodemodeServer;

@@ -219,7 +219,10 @@
   // A plain-JSON copy of the definition's fields; the host validates them and names
   // any field that is wrong.
   function definitionOf(def) {
-    const fields = { name: def.name, description: def.description, inputSchema: def.inputSchema, outputSchema: def.outputSchema, title: def.title, annotations: def.annotations };
+    const fields = {
+      name: def.name, description: def.description, inputSchema: def.inputSchema, outputSchema: def.outputSchema,
+      title: def.title, annotations: def.annotations, requiresApproval: def.requiresApproval === true ? true : undefined,
+    };
     try {
       return JSONParse(JSONStringify(fields));
     } catch (e) {

@@ -1,0 +1,349 @@
+//! The rmcp server handler: the tools an agent sees, and what happens when it calls one.
+//!
+//! - **Code mode** (the default): one tool, `execute { code }`, whose description
+//!   ([`super::description`]) declares every plugin tool. Each call runs the program in
+//!   its own worker through the [`Executor`], at most `max_concurrent_programs` at once
+//!   (the rest wait their turn). A client's `notifications/cancelled` cancels the
+//!   request's token, which kills the worker and cancels its tool calls at their
+//!   plugins. With a progress token, each finished tool call sends a progress
+//!   notification.
+//! - **Separate tools mode**: each plugin tool is an MCP tool named `<plugin>__<tool>`
+//!   with its own schemas and annotations, called directly (no worker).
+//! - **Approvals** ([`Approvals`]), in both modes: a call to a tool marked
+//!   `requires_approval` asks the person through MCP elicitation first.
+//! - When the catalog changes, every connected client gets
+//!   `notifications/tools/list_changed`, and the next list reflects the change.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+use futures::future::BoxFuture;
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, ElicitRequestParams, ElicitationAction, ElicitationSchema,
+    Implementation, ListToolsResult, PaginatedRequestParams, ProgressNotificationParam, ProgressToken, ProtocolVersion, ServerCapabilities, ServerConfig as InitializeInfo,
+    Tool as McpTool,
+};
+use rmcp::service::{NotificationContext, RequestContext};
+use rmcp::{ErrorData, Peer, RoleServer, ServerHandler};
+use serde_json::{json, Value};
+use tokio::sync::Semaphore;
+
+use super::cut::{cut_json, cut_text};
+use super::description::{execute_description, instructions};
+use crate::catalog::{CallContext, Caller, Content, Tool, ToolResult};
+use crate::config::{ServerConfig, ServerMode};
+use crate::executor::{CallHooks, Executor};
+use crate::limits::Limits;
+use crate::outcome::{Outcome, OutcomeKind};
+
+/// The name of the code-mode tool.
+pub const EXECUTE: &str = "execute";
+/// Separates plugin and tool in separate tools mode (`notes__add-note`).
+pub const SEPARATOR: &str = "__";
+
+/// The MCP server. Cheap to clone: every HTTP session gets a clone.
+#[derive(Clone)]
+pub struct CodemodeServer {
+    shared: Arc<Shared>,
+}
+
+struct Shared {
+    executor: Arc<Executor>,
+    limits: Limits,
+    config: ServerConfig,
+    instructions: String,
+    programs: Semaphore,
+}
+
+impl CodemodeServer {
+    /// A server running programs on `executor` under `limits`, presenting the tools as
+    /// `config` says, with `rules` (each plugin's, under its heading) as instructions.
+    pub fn new(executor: Arc<Executor>, limits: Limits, config: ServerConfig, rules: &str) -> Self {
+        let instructions = instructions(rules, config.mode == ServerMode::Code);
+        let programs = Semaphore::new(config.max_concurrent_programs.max(1));
+        Self { shared: Arc::new(Shared { executor, limits, config, instructions, programs }) }
+    }
+
+    /// The tools the agent sees now.
+    pub fn tools(&self) -> Vec<McpTool> {
+        let catalog = self.shared.executor.catalog();
+        match self.shared.config.mode {
+            ServerMode::Code => {
+                let description = execute_description(&catalog, &self.shared.limits, self.shared.config.output_bytes);
+                let schema = json!({
+                    "type": "object",
+                    "properties": { "code": { "type": "string", "description": "The JavaScript program: an async function body, or one expression such as `async (tools) => ...`." } },
+                    "required": ["code"],
+                });
+                vec![McpTool::new(EXECUTE, description, object(schema)).with_title("Run a JavaScript program that calls tools")]
+            }
+            ServerMode::Tools => catalog
+                .plugins()
+                .flat_map(|(plugin, tools)| tools.map(move |t| separate_tool(plugin, t)).collect::<Vec<_>>())
+                .collect(),
+        }
+    }
+
+    async fn execute(&self, arguments: Option<serde_json::Map<String, Value>>, ctx: RequestContext<RoleServer>) -> CallToolResult {
+        let Some(code) = arguments.as_ref().and_then(|a| a.get("code")).and_then(Value::as_str) else {
+            return CallToolResult::error(vec![ContentBlock::text("execute takes { \"code\": \"<JavaScript>\" }: the program's text is missing")]);
+        };
+        // Wait for a free slot; a client that gives up while waiting leaves the queue.
+        let _permit = tokio::select! {
+            permit = self.shared.programs.acquire() => match permit {
+                Ok(p) => p,
+                Err(_) => return CallToolResult::error(vec![ContentBlock::text("the server is shutting down")]),
+            },
+            () = ctx.ct.cancelled() => return CallToolResult::error(vec![ContentBlock::text("the program was cancelled before it started")]),
+        };
+        let hooks = Arc::new(Hooks { peer: ctx.peer.clone(), progress: ctx.meta.get_progress_token(), finished: AtomicU64::new(0) });
+        let caller = Caller { call_id: Some(request_id(&ctx)), ..Caller::default() };
+        let outcome = self.shared.executor.run_hooked(code, self.shared.limits, ctx.ct.clone(), caller, Some(hooks as Arc<dyn CallHooks>)).await;
+        program_result(&outcome, self.shared.config.output_bytes)
+    }
+
+    async fn call_separate(&self, name: &str, arguments: Option<serde_json::Map<String, Value>>, ctx: RequestContext<RoleServer>) -> Result<CallToolResult, ErrorData> {
+        let catalog = self.shared.executor.catalog();
+        let found = catalog.plugins().find_map(|(plugin, mut tools)| tools.find(|t| separate_name(plugin, &t.definition.name) == name).map(|t| (plugin.to_string(), t.clone())));
+        let Some((plugin, tool)) = found else {
+            return Err(ErrorData::invalid_params(format!("there is no tool named {name}; list the tools again, the plugins may have changed"), None));
+        };
+        let input = Value::Object(arguments.unwrap_or_default());
+        let hooks = Hooks { peer: ctx.peer.clone(), progress: None, finished: AtomicU64::new(0) };
+        if let Err(why) = hooks.before(&plugin, &tool, &input).await {
+            return Ok(CallToolResult::error(vec![ContentBlock::text(why)]));
+        }
+        let context = CallContext {
+            plugin: plugin.clone(),
+            tool: tool.definition.name.clone(),
+            call_id: 0,
+            caller: Arc::new(Caller { call_id: Some(request_id(&ctx)), ..Caller::default() }),
+            cancel: ctx.ct.clone(),
+        };
+        Ok(match tool.invoke(input, context).await {
+            Ok(result) => tool_result(result, self.shared.config.output_bytes),
+            Err(why) => CallToolResult::error(vec![ContentBlock::text(why)]),
+        })
+    }
+}
+
+impl ServerHandler for CodemodeServer {
+    fn get_info(&self) -> InitializeInfo {
+        InitializeInfo::new(ServerCapabilities::builder().enable_tools().enable_tool_list_changed().build())
+            .with_server_info(Implementation::new("codemode", env!("CARGO_PKG_VERSION")))
+            .with_instructions(self.shared.instructions.clone())
+    }
+
+    /// Up to the 2025-11-25 revision: approvals need the server-to-client requests
+    /// (elicitation) and tool-list notifications of a session, which later revisions
+    /// replace.
+    fn supported_protocol_versions(&self) -> std::borrow::Cow<'static, [ProtocolVersion]> {
+        std::borrow::Cow::Borrowed(ProtocolVersion::known_up_to(&ProtocolVersion::V_2025_11_25))
+    }
+
+    async fn list_tools(&self, _request: Option<PaginatedRequestParams>, _ctx: RequestContext<RoleServer>) -> Result<ListToolsResult, ErrorData> {
+        Ok(ListToolsResult::with_all_items(self.tools()))
+    }
+
+    async fn call_tool(&self, request: CallToolRequestParams, ctx: RequestContext<RoleServer>) -> Result<CallToolResponse, ErrorData> {
+        let result = match self.shared.config.mode {
+            ServerMode::Code if request.name == EXECUTE => self.execute(request.arguments, ctx).await,
+            ServerMode::Code => return Err(ErrorData::invalid_params(format!("there is no tool named {}; the only tool is {EXECUTE}", request.name), None)),
+            ServerMode::Tools => self.call_separate(&request.name, request.arguments, ctx).await?,
+        };
+        Ok(result.into())
+    }
+
+    async fn on_initialized(&self, ctx: NotificationContext<RoleServer>) {
+        // Tell this client whenever the catalog changes, for as long as it is connected.
+        let peer = ctx.peer.clone();
+        let mut changes = self.shared.executor.watch_catalog();
+        tokio::spawn(async move {
+            while changes.changed().await.is_ok() {
+                if peer.is_transport_closed() || peer.notify_tool_list_changed().await.is_err() {
+                    return;
+                }
+            }
+        });
+    }
+}
+
+/// The request's id as text, for the tool calls' context.
+fn request_id(ctx: &RequestContext<RoleServer>) -> String {
+    match serde_json::to_value(&ctx.id) {
+        Ok(Value::String(s)) => s,
+        Ok(other) => other.to_string(),
+        Err(_) => String::new(),
+    }
+}
+
+/// A JSON value known to be an object, as rmcp's schema type.
+fn object(value: Value) -> serde_json::Map<String, Value> {
+    match value {
+        Value::Object(map) => map,
+        _ => serde_json::Map::new(),
+    }
+}
+
+/// The MCP tool name of a plugin tool in separate tools mode.
+pub fn separate_name(plugin: &str, tool: &str) -> String {
+    format!("{plugin}{SEPARATOR}{tool}")
+}
+
+/// A plugin tool as an MCP tool of its own.
+fn separate_tool(plugin: &str, tool: &Tool) -> McpTool {
+    let d = &tool.definition;
+    let mut description = d.description.clone();
+    if d.requires_approval {
+        description.push_str("\n\nEach call asks a person to approve it first.");
+    }
+    let mut t = McpTool::new(separate_name(plugin, &d.name), description, object(d.input_schema.clone()));
+    t.title = d.title.clone();
+    t.output_schema = d.output_schema.clone().map(|s| Arc::new(object(s)));
+    t.annotations = d.annotations.as_ref().and_then(|a| serde_json::to_value(a).ok()).and_then(|a| serde_json::from_value(a).ok());
+    t
+}
+
+/// A plugin tool's result as the MCP result of a separate tool, its text cut at the cap.
+fn tool_result(result: ToolResult, cap: usize) -> CallToolResult {
+    let content = result
+        .content
+        .into_iter()
+        .map(|c| match c {
+            Content::Text { text } => ContentBlock::text(cut_text(&text, cap).text),
+            Content::Image { data, mime_type } => ContentBlock::image(data, mime_type),
+        })
+        .collect();
+    let mut out = if result.is_error { CallToolResult::error(content) } else { CallToolResult::success(content) };
+    out.structured_content = result.structured_content;
+    out
+}
+
+/// A program's outcome as the `execute` result: the value as JSON text (a string as it
+/// is), then the console output, each cut at `cap`; a failure is an error result whose
+/// text names the reason.
+pub fn program_result(outcome: &Outcome, cap: usize) -> CallToolResult {
+    let OutcomeKind::Ok { value } = &outcome.kind else {
+        return CallToolResult::error(vec![ContentBlock::text(cut_text(&outcome.agent_text(), cap).text)]);
+    };
+    let value_text = match value.as_deref().map(serde_json::from_str::<Value>) {
+        None => "undefined".to_string(),
+        Some(Ok(Value::String(s))) => cut_text(&s, cap).text,
+        Some(Ok(v)) => cut_json(&v, cap).text,
+        Some(Err(_)) => cut_text(value.as_deref().unwrap_or_default(), cap).text,
+    };
+    let mut content = vec![ContentBlock::text(value_text)];
+    let mut rest = Vec::new();
+    if !outcome.console.is_empty() || outcome.console_dropped_bytes > 0 {
+        let mut console = format!("Console output:\n{}", outcome.console.trim_end_matches('\n'));
+        if outcome.console_dropped_bytes > 0 {
+            console.push_str(&format!("\n[console output cut here: {} more bytes were dropped]", outcome.console_dropped_bytes));
+        }
+        rest.push(cut_text(&console, cap).text);
+    }
+    if !outcome.sandbox_missing.is_empty() {
+        rest.push(format!("[warning: this program ran with a weaker sandbox; missing layers: {}]", outcome.sandbox_missing.join("; ")));
+    }
+    content.extend(rest.into_iter().map(ContentBlock::text));
+    CallToolResult::success(content)
+}
+
+/// Approvals before and progress after each tool call of one request.
+struct Hooks {
+    peer: Peer<RoleServer>,
+    progress: Option<ProgressToken>,
+    finished: AtomicU64,
+}
+
+impl CallHooks for Hooks {
+    fn before(&self, plugin: &str, tool: &Tool, input: &Value) -> BoxFuture<'static, Result<(), String>> {
+        if !tool.definition.requires_approval {
+            return Box::pin(async { Ok(()) });
+        }
+        Box::pin(Approvals::ask(self.peer.clone(), plugin.to_string(), tool.definition.name.clone(), input.clone()))
+    }
+
+    fn after(&self, plugin: &str, tool: &str, ok: bool) {
+        let Some(token) = self.progress.clone() else { return };
+        let done = self.finished.fetch_add(1, Ordering::Relaxed) + 1;
+        let message = format!("tools.{plugin}.{tool} {}", if ok { "answered" } else { "failed" });
+        let peer = self.peer.clone();
+        tokio::spawn(async move {
+            let _ = peer.notify_progress(ProgressNotificationParam::new(token, done as f64).with_message(message)).await;
+        });
+    }
+}
+
+/// Asking a person to approve a call, through MCP elicitation.
+pub struct Approvals;
+
+impl Approvals {
+    /// Asks the client's person whether `plugin.tool` may run with `input`. `Err` is the
+    /// message the call rejects with: declined, or the client cannot ask.
+    pub async fn ask(peer: Peer<RoleServer>, plugin: String, tool: String, input: Value) -> Result<(), String> {
+        let name = format!("tools.{plugin}.{tool}");
+        let can_ask = peer.peer_info().is_some_and(|info| info.capabilities.elicitation.is_some());
+        if !can_ask {
+            return Err(format!(
+                "{name} needs a person's approval for each call, but this MCP client cannot ask (it does not support elicitation). Use a client that supports elicitation, or remove the tool from `require_approval` in plugin {plugin}'s configuration entry"
+            ));
+        }
+        let shown = serde_json::to_string_pretty(&input).unwrap_or_default();
+        let message = format!("Allow the tool {tool} of plugin {plugin} to run with this input?\n\n{}", cut_text(&shown, 4096).text);
+        let schema = ElicitationSchema::from_json_schema(object(json!({ "type": "object", "properties": {} }))).map_err(|e| format!("asking for approval of {name} failed: {e}"))?;
+        let request = ElicitRequestParams::FormElicitationParams { meta: None, message, requested_schema: schema };
+        match peer.create_elicitation(request).await {
+            Ok(answer) => match answer.action {
+                ElicitationAction::Accept => Ok(()),
+                ElicitationAction::Decline => Err(format!("the person declined the call to {name}")),
+                _ => Err(format!("the person cancelled the approval of {name}, so it did not run")),
+            },
+            Err(e) => Err(format!("asking for approval of {name} failed: {e}")),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    fn outcome(kind: OutcomeKind, console: &str) -> Outcome {
+        Outcome { kind, console: console.into(), console_dropped_bytes: 0, tool_calls: 0, elapsed: Duration::ZERO, sandbox_missing: Vec::new() }
+    }
+
+    fn texts(result: &CallToolResult) -> Vec<String> {
+        result.content.iter().filter_map(|c| c.as_text().map(|t| t.text.clone())).collect()
+    }
+
+    #[test]
+    fn a_value_then_the_console_and_strings_as_they_are() {
+        let r = program_result(&outcome(OutcomeKind::Ok { value: Some("{\"a\":[1,2]}".into()) }, "one\ntwo\n"), 1024);
+        assert_eq!(r.is_error, Some(false));
+        assert_eq!(texts(&r), ["{\"a\":[1,2]}", "Console output:\none\ntwo"]);
+        assert_eq!(texts(&program_result(&outcome(OutcomeKind::Ok { value: Some("\"hi\\nthere\"".into()) }, ""), 1024)), ["hi\nthere"]);
+        assert_eq!(texts(&program_result(&outcome(OutcomeKind::Ok { value: None }, ""), 1024)), ["undefined"]);
+    }
+
+    #[test]
+    fn failures_are_error_results_naming_the_reason() {
+        let r = program_result(&outcome(OutcomeKind::CpuLimit { limit_ms: 500 }, ""), 1024);
+        assert_eq!(r.is_error, Some(true));
+        assert!(texts(&r)[0].starts_with("CPU limit: the program ran JavaScript for more than 500 ms"), "{:?}", texts(&r));
+    }
+
+    #[test]
+    fn large_values_are_cut_to_valid_json_under_the_cap() {
+        let big: Vec<u32> = (0..5000).collect();
+        let r = program_result(&outcome(OutcomeKind::Ok { value: Some(serde_json::to_string(&big).unwrap()) }, ""), 512);
+        let text = &texts(&r)[0];
+        assert!(text.len() <= 512, "{}", text.len());
+        assert!(serde_json::from_str::<Value>(text).is_ok(), "{text}");
+        assert!(text.contains("output cap is 512 bytes"), "{text}");
+    }
+
+    #[test]
+    fn separate_tools_are_named_plugin_double_underscore_tool() {
+        assert_eq!(separate_name("sqlite-notes", "add-note"), "sqlite-notes__add-note");
+    }
+}
