@@ -241,7 +241,7 @@ impl Config {
         config.base_dir = std::fs::canonicalize(dir).map_err(|source| ConfigError::Read { path: dir.into(), source })?;
         let base_dir = config.base_dir.clone();
         for plugin in &mut config.plugins {
-            if plugin.kind == PluginKind::Javascript {
+            if plugin.kind == PluginKind::Javascript && plugin.enabled {
                 let problem = |problem: String| ConfigError::Plugin { path: path.into(), plugin: plugin.name.clone(), problem };
                 let folder = plugin.path.as_deref().ok_or_else(|| problem("a JavaScript plugin needs `path`, its folder (with manifest.json)".into()))?;
                 let manifest = Manifest::load(&base_dir.join(folder)).map_err(|e| problem(e.to_string()))?;
@@ -290,11 +290,17 @@ impl Config {
             }
             let mut body = Vec::new();
             for path in files {
-                let text = std::fs::read_to_string(&path).map_err(|e| ConfigError::Plugin {
-                    path: path.clone(),
-                    plugin: plugin.name.clone(),
-                    problem: format!("cannot read the rules file {}: {e}", path.display()),
-                })?;
+                let problem = |problem: String| ConfigError::Plugin { path: path.clone(), plugin: plugin.name.clone(), problem };
+                // A plugin's rules must be its own files: a link out of its folder could
+                // hand any file the host can read to every agent.
+                if plugin.kind == PluginKind::Javascript {
+                    let real = std::fs::canonicalize(&path).map_err(|e| problem(format!("cannot read the rules file {}: {e}", path.display())))?;
+                    let folder = std::fs::canonicalize(self.plugin_dir(plugin)).map_err(|e| problem(format!("cannot read the plugin folder: {e}")))?;
+                    if !real.starts_with(&folder) {
+                        return Err(problem(format!("the rules file {} leads outside the plugin's folder (to {}); rules must be the plugin's own files", path.display(), real.display())));
+                    }
+                }
+                let text = std::fs::read_to_string(&path).map_err(|e| problem(format!("cannot read the rules file {}: {e}", path.display())))?;
                 body.push(text.trim().to_string());
             }
             sections.push(format!("## {}\n\n{}", plugin.name, body.join("\n\n")));
@@ -344,9 +350,11 @@ impl Config {
         self.plugins.iter().filter(|p| p.enabled && !p.require_approval.is_empty()).map(|p| (p.name.clone(), p.require_approval.clone())).collect()
     }
 
-    /// The JavaScript plugins to start.
+    /// The JavaScript plugins to start (a plugin with only rules has no `main` and
+    /// needs no runtime).
     pub fn javascript_plugins(&self) -> Vec<JavascriptPlugin> {
         self.enabled(PluginKind::Javascript)
+            .filter(|(p, _)| p.manifest.as_ref().is_some_and(|m| m.main.is_some()))
             .filter_map(|(p, launch)| {
                 Some(JavascriptPlugin {
                     name: p.name.clone(),
@@ -434,6 +442,21 @@ mod tests {
         assert_eq!(c.approvals().get("db"), Some(&vec!["delete".to_string()]));
         let e = parse("[server]\nmode = \"both\"\n").unwrap_err().to_string();
         assert!(e.contains("unknown variant `both`"), "{e}");
+    }
+
+    #[test]
+    fn a_plugins_rules_must_be_its_own_files() {
+        let dir = std::env::temp_dir().join(format!("codemode-rules-link-{}", std::process::id()));
+        let plugin = dir.join("p");
+        std::fs::create_dir_all(&plugin).unwrap();
+        std::fs::write(plugin.join("manifest.json"), r#"{ "name": "p", "version": "1", "contributes": { "rules": ["rules.md"] } }"#).unwrap();
+        std::fs::write(dir.join("secret.txt"), "not for agents").unwrap();
+        let _ = std::fs::remove_file(plugin.join("rules.md"));
+        std::os::unix::fs::symlink(dir.join("secret.txt"), plugin.join("rules.md")).unwrap();
+        let path = dir.join("codemode.toml");
+        std::fs::write(&path, "[[plugin]]\nname = \"p\"\nkind = \"javascript\"\npath = \"p\"\n").unwrap();
+        let e = Config::load(&path).unwrap().rules_text().unwrap_err().to_string();
+        assert!(e.contains("leads outside the plugin's folder"), "{e}");
     }
 
     #[test]

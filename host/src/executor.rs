@@ -480,9 +480,15 @@ async fn serve_call(
         Some(t) => match serde_json::from_str::<Value>(input.get()) {
             Err(e) => ToolAnswer::Reject(format!("the input of {plugin}.{tool} is not JSON: {e}")),
             Ok(input) => {
-                let approved = match hooks {
-                    Some(h) => h.before(&plugin, t, &input).await,
-                    None => Ok(()),
+                // Checked before anyone is asked to approve it (invoke checks it again).
+                let checked = t.check_input(&format!("{plugin}.{tool}"), &input);
+                let approved = match (checked, hooks) {
+                    (Err(why), _) => Err(why),
+                    (Ok(()), Some(h)) => h.before(&plugin, t, &input).await,
+                    (Ok(()), None) if t.definition.requires_approval => Err(format!(
+                        "tools.{plugin}.{tool} needs a person's approval for each call, and nobody can be asked here: run the program through the MCP server (codemode mcp or codemode serve), whose client asks the person"
+                    )),
+                    (Ok(()), None) => Ok(()),
                 };
                 let outcome = match approved {
                     Ok(()) => t.invoke(input, CallContext { plugin: plugin.clone(), tool: tool.clone(), call_id, caller, cancel }).await,

@@ -58,8 +58,10 @@ fn exit_codes_tell_ok_error_and_limit_apart() {
 
 /// A configuration with the bundled example plugins (Python, SQLite, JavaScript) and a
 /// database of the test's own.
-fn example_config() -> std::path::PathBuf {
-    let dir = std::env::temp_dir().join(format!("codemode-cli-config-{}", std::process::id()));
+/// Each test has its own (`label`): tests run in parallel, and each plugin start seeds
+/// an empty database.
+fn example_config(label: &str) -> std::path::PathBuf {
+    let dir = std::env::temp_dir().join(format!("codemode-cli-config-{label}-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let plugins = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../plugins").canonicalize().unwrap();
     let db = dir.join("notes.sqlite");
@@ -76,7 +78,7 @@ fn example_config() -> std::path::PathBuf {
 
 #[test]
 fn tools_lists_every_plugin_tool_with_its_signature() {
-    let config = example_config();
+    let config = example_config("t1");
     let (code, out, _) = codemode(&["tools", "--config", config.to_str().unwrap()], "");
     assert_eq!(code, 0, "{out}");
     assert!(out.contains("tools.sqlite-notes.query({ sql: string; params?: unknown[] }) -> { columns: string[]; rows: unknown[][] }\n"), "{out}");
@@ -87,7 +89,7 @@ fn tools_lists_every_plugin_tool_with_its_signature() {
 
 #[test]
 fn rules_come_from_the_configuration_and_from_plugin_manifests() {
-    let config = example_config();
+    let config = example_config("t2");
     let (code, out, _) = codemode(&["rules", "--config", config.to_str().unwrap()], "");
     assert_eq!(code, 0, "{out}");
     let hello = std::fs::read_to_string(std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../plugins/hello-tools/rules.md")).unwrap();
@@ -96,7 +98,7 @@ fn rules_come_from_the_configuration_and_from_plugin_manifests() {
 
 #[test]
 fn the_example_program_uses_four_plugins() {
-    let config = example_config();
+    let config = example_config("t3");
     let program = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../scripts/examples/notes-report.js");
     let (code, out, err) = codemode(&["run", "--config", config.to_str().unwrap(), program.to_str().unwrap()], "");
     assert_eq!((code, out.as_str()), (0, "{\"greeting\":\"Hei, team!\",\"notes\":[\"ship-the-sandbox\",\"read-the-mcp-spec\"],\"words\":12,\"top\":\"the\",\"oslo\":\"windy\"}\n\nConsole output:\n2 work notes\n"), "{err}");

@@ -204,6 +204,15 @@ async fn floods_fail_the_call_not_the_host() {
 }
 
 #[tokio::test]
+async fn an_unhandled_rejection_is_logged_not_fatal() {
+    let s = setup().await;
+    assert_eq!(value(&s.executor, "return await tools.js.count()").await, json!("1"));
+    assert_eq!(value(&s.executor, "return await tools.js.fire_and_forget()").await, json!("fired"));
+    // The same runtime answers: its state survived.
+    assert_eq!(value(&s.executor, "return await tools.js.count()").await, json!("2"));
+}
+
+#[tokio::test]
 async fn a_hundred_concurrent_calls() {
     let s = setup().await;
     let started = Instant::now();
@@ -272,6 +281,17 @@ async fn simple_form_mistakes_are_refused_at_load() {
         assert_eq!(s.problems.len(), 1, "{code}");
         assert!(s.problems[0].reason.contains(expected), "{code}: {:?}", s.problems[0]);
     }
+}
+
+#[tokio::test]
+async fn a_mistyped_approval_entry_is_reported() {
+    let approvals = std::collections::HashMap::from([("js".to_string(), vec!["text".to_string(), "txet".to_string()])]);
+    let host = PluginHost::new(Catalog::new(), vec![javascript("js", &test_plugin(&[]), Duration::from_secs(10), 64, 500)]).with_approvals(approvals);
+    let (catalog, problems) = host.catalog().await;
+    assert!(catalog.get("js", "text").unwrap().definition.requires_approval);
+    assert!(!catalog.get("js", "echo").unwrap().definition.requires_approval);
+    assert_eq!(problems.len(), 1, "{problems:?}");
+    assert!(problems[0].reason.starts_with("require_approval names txet, which this plugin does not have (its tools: "), "{problems:?}");
 }
 
 #[tokio::test]

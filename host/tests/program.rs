@@ -74,6 +74,25 @@ async fn names_with_other_characters_are_reachable_with_underscores() {
 }
 
 #[tokio::test]
+async fn a_tool_that_needs_approval_never_runs_without_someone_to_ask() {
+    let ran = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let flag = std::sync::Arc::clone(&ran);
+    let mut definition = def("delete", None);
+    definition.requires_approval = true;
+    let tool = Tool::from_fn(definition, move |_, _| {
+        flag.store(true, std::sync::atomic::Ordering::SeqCst);
+        async { ToolResult::text("deleted") }
+    });
+    let ex = executor_with(LaunchMode::Template, Limits::default(), Catalog::new().with("notes", tool).unwrap()).await;
+    let value = ok_value(&ex.run("try { await tools.notes.delete() } catch (e) { return e.message }").await);
+    assert_eq!(
+        value,
+        json!("tools.notes.delete needs a person's approval for each call, and nobody can be asked here: run the program through the MCP server (codemode mcp or codemode serve), whose client asks the person")
+    );
+    assert!(!ran.load(std::sync::atomic::Ordering::SeqCst), "the tool must not run");
+}
+
+#[tokio::test]
 async fn a_real_name_wins_over_another_names_underscore_alias() {
     let tool = |name: &str, answer: &'static str| Tool::from_fn(def(name, None), move |_, _| async move { ToolResult::text(answer) });
     let catalog = Catalog::new()

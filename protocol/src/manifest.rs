@@ -163,6 +163,9 @@ fn check_host_entry(entry: &str) -> Result<(), &'static str> {
     if name.is_empty() || name.contains('*') || !name.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | '_')) {
         return Err("must be a host name, optionally with :port or a leading *. for subdomains");
     }
+    if host.starts_with("*.") && (!name.contains('.') || name.split('.').all(|label| label.chars().all(|c| c.is_ascii_digit()))) {
+        return Err("is too broad: a *. entry needs a domain of at least two labels (\"*.example.com\"), not a top-level domain or numbers");
+    }
     Ok(())
 }
 
@@ -200,6 +203,10 @@ mod tests {
         assert!(e.starts_with("`permissions.net.hosts` entry \"https://a.com/\" must be a host name, not a URL"), "{e}");
         let e = Manifest::parse(r#"{ "name": "x", "version": "1", "permissions": { "net": { "hosts": ["a.com:http"] } } }"#).unwrap_err();
         assert!(e.contains("port that is not a number"), "{e}");
+        let e = Manifest::parse(r#"{ "name": "x", "version": "1", "permissions": { "net": { "hosts": ["*.com"] } } }"#).unwrap_err();
+        assert!(e.contains("is too broad"), "{e}");
+        let e = Manifest::parse(r#"{ "name": "x", "version": "1", "permissions": { "net": { "hosts": ["*.0.0.1"] } } }"#).unwrap_err();
+        assert!(e.contains("is too broad"), "{e}");
         let e = Manifest::parse(r#"{ "version": "1" }"#).unwrap_err();
         assert!(e.contains("missing field `name`"), "{e}");
     }

@@ -115,6 +115,11 @@ impl PluginHost {
                 Err(e) => problems.push(LoadProblem { plugin, reason: e.to_string() }),
                 Ok(tools) => {
                     let approve = self.approvals.get(&plugin);
+                    // A mistyped name would leave a tool running without approval: say so.
+                    for name in approve.into_iter().flatten().filter(|n| *n != "*" && !tools.iter().any(|(_, d)| d.name == **n)) {
+                        let have: Vec<&str> = tools.iter().map(|(_, d)| d.name.as_str()).collect();
+                        problems.push(LoadProblem { plugin: plugin.clone(), reason: format!("require_approval names {name}, which this plugin does not have (its tools: {})", have.join(", ")) });
+                    }
                     for (handler, mut definition) in tools {
                         if approve.is_some_and(|names| names.iter().any(|n| n == "*" || *n == definition.name)) {
                             definition.requires_approval = true;

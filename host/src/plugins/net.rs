@@ -19,6 +19,9 @@ use serde_json::{json, Value};
 pub const MAX_BODY_BYTES: usize = 8 * 1024 * 1024;
 /// Redirects followed per request (each one checked against the allowlist).
 const MAX_REDIRECTS: usize = 10;
+/// Requests of one plugin in flight at once; more wait their turn. Bounds what a
+/// plugin can make the host buffer (this many times [`MAX_BODY_BYTES`]).
+const MAX_IN_FLIGHT: usize = 16;
 
 /// One `net.hosts` entry.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -45,18 +48,23 @@ impl HostPattern {
     }
 
     fn matches(&self, host: &str, port: u16, default_port: u16) -> bool {
-        let host_ok = if self.subdomains { host.strip_suffix(&self.host).is_some_and(|rest| rest.ends_with('.')) } else { host == self.host };
+        // `*.` names subdomains: an IP address (`10.0.0.1` ends in `.0.0.1`) never matches one.
+        let is_ip = host.parse::<std::net::IpAddr>().is_ok();
+        let host_ok = if self.subdomains { !is_ip && host.strip_suffix(&self.host).is_some_and(|rest| rest.ends_with('.')) } else { host == self.host };
         host_ok && port == self.port.unwrap_or(default_port)
     }
 }
 
-/// What a plugin may reach.
+/// What a plugin may reach, and the client that reaches it.
 #[derive(Debug)]
 pub struct NetAccess {
     plugin: String,
     entries: Vec<String>,
     patterns: Vec<HostPattern>,
     timeout: Duration,
+    /// Built on first use, then shared by every request of the plugin.
+    client: std::sync::OnceLock<reqwest::Client>,
+    in_flight: tokio::sync::Semaphore,
 }
 
 /// The `host/fetch` request's parameters.
@@ -81,7 +89,14 @@ impl NetAccess {
     pub fn new(plugin: &str, hosts: &[String], timeout: Duration) -> Self {
         // TLS through rustls with the ring provider; a provider installed earlier wins.
         let _ = rustls::crypto::ring::default_provider().install_default();
-        Self { plugin: plugin.to_string(), entries: hosts.to_vec(), patterns: hosts.iter().map(|h| HostPattern::parse(h)).collect(), timeout }
+        Self {
+            plugin: plugin.to_string(),
+            entries: hosts.to_vec(),
+            patterns: hosts.iter().map(|h| HostPattern::parse(h)).collect(),
+            timeout,
+            client: std::sync::OnceLock::new(),
+            in_flight: tokio::sync::Semaphore::new(MAX_IN_FLIGHT),
+        }
     }
 
     /// Whether the plugin may fetch `url`; the error says why not and how to allow it.
@@ -111,7 +126,14 @@ impl NetAccess {
         let url = Url::parse(&request.url).map_err(|e| format!("api.net.fetch: {:?} is not a URL: {e}", request.url))?;
         self.allows(&url)?;
         let method = reqwest::Method::from_bytes(request.method.as_bytes()).map_err(|_| format!("api.net.fetch: {:?} is not an HTTP method", request.method))?;
-        let client = self.client()?;
+        let _slot = self.in_flight.acquire().await.map_err(|_| "api.net.fetch: the host is shutting down".to_string())?;
+        let client = match self.client.get() {
+            Some(c) => c.clone(),
+            None => {
+                let c = self.new_client()?;
+                self.client.get_or_init(|| c).clone()
+            }
+        };
         let mut builder = client.request(method, url.clone());
         for (name, value) in &request.headers {
             // The host header follows the URL (it is what the allowlist checked).
@@ -145,7 +167,7 @@ impl NetAccess {
     }
 
     /// A client whose redirects are checked against the same allowlist.
-    fn client(&self) -> Result<reqwest::Client, String> {
+    fn new_client(&self) -> Result<reqwest::Client, String> {
         let patterns = self.patterns.clone();
         let policy = reqwest::redirect::Policy::custom(move |attempt| {
             let allowed = permitted(&patterns, attempt.url());
@@ -154,8 +176,12 @@ impl NetAccess {
             } else if allowed {
                 attempt.follow()
             } else {
-                let to = attempt.url().to_string();
-                attempt.error(format!("a redirect to {to}, which is not in the plugin's permissions.net.hosts"))
+                let to = attempt.url().clone();
+                let shown = match (to.port(), host_of(&to)) {
+                    (Some(port), host) => format!("{host}:{port}"),
+                    (None, host) => host,
+                };
+                attempt.error(format!("a redirect to {to}, which is not in the plugin's permissions.net.hosts; add \"{shown}\" to allow it"))
             }
         });
         reqwest::Client::builder().redirect(policy).timeout(self.timeout).no_proxy().build().map_err(|e| format!("api.net.fetch: cannot create the HTTP client: {e}"))
@@ -220,6 +246,8 @@ mod tests {
         assert!(check(&a, "https://a.b.example.org/").is_ok());
         assert!(check(&a, "https://example.org/").is_err());
         assert!(check(&a, "https://badexample.org/").is_err());
+        let numeric = access(&["*.0.0.1"]);
+        assert!(check(&numeric, "http://10.0.0.1/").is_err());
     }
 
     #[test]

@@ -334,7 +334,9 @@ impl Drop for CancelOnDrop {
 }
 
 /// Reads the plugin's output: answers complete calls; `host/tools.changed` notifies;
-/// anything else ends the connection and fails every call in flight.
+/// the plugin's own requests (`host/fetch`, `host/cancel`) are served on the side;
+/// a line that is not JSON, or is too long, ends the connection and fails every call
+/// in flight.
 async fn read_answers(
     plugin: std::sync::Weak<ProcessPlugin>,
     name: String,
@@ -430,14 +432,14 @@ impl PluginRequests {
                 let key = id.to_string();
                 let token = self.dead.child_token();
                 self.running.lock().unwrap_or_else(|p| p.into_inner()).insert(key.clone(), token.clone());
-                let (stdin, running) = (Arc::clone(&self.stdin), Arc::clone(&self.running));
+                let (stdin, running, dead) = (Arc::clone(&self.stdin), Arc::clone(&self.running), self.dead.clone());
                 tokio::spawn(async move {
                     let answer = tokio::select! {
                         answer = net.fetch(params) => answer,
                         () = token.cancelled() => return,
                     };
                     running.lock().unwrap_or_else(|p| p.into_inner()).remove(&key);
-                    write_reply(&stdin, id, answer).await;
+                    write_reply(&stdin, &dead, id, answer).await;
                 });
             }
             (other, Some(id)) => self.reply(id, Err(format!("the codemode host does not serve {other}"))),
@@ -446,22 +448,25 @@ impl PluginRequests {
     }
 
     fn reply(&self, id: Value, answer: Result<Value, String>) {
-        let stdin = Arc::clone(&self.stdin);
-        tokio::spawn(async move { write_reply(&stdin, id, answer).await });
+        let (stdin, dead) = (Arc::clone(&self.stdin), self.dead.clone());
+        tokio::spawn(async move { write_reply(&stdin, &dead, id, answer).await });
     }
 }
 
-/// Writes the host's answer to a plugin's request; a plugin that stopped reading is
-/// noticed by the reader, not here.
-async fn write_reply(stdin: &Stdin, id: Value, answer: Result<Value, String>) {
+/// Writes the host's answer to a plugin's request. A plugin that stops reading (the
+/// write fails or times out, possibly after part of the line) ends the connection:
+/// nothing written after a partial line could be read correctly.
+async fn write_reply(stdin: &Stdin, dead: &CancellationToken, id: Value, answer: Result<Value, String>) {
     let message = match answer {
         Ok(result) => json!({ "jsonrpc": "2.0", "id": id, "result": result }),
         Err(message) => json!({ "jsonrpc": "2.0", "id": id, "error": { "code": -32000, "message": message } }),
     };
     let mut line = message.to_string();
     line.push('\n');
-    let mut stdin = stdin.lock().await;
-    let _ = tokio::time::timeout(SETUP_TIMEOUT, stdin.write_all(line.as_bytes())).await;
+    let written = tokio::time::timeout(SETUP_TIMEOUT, async { stdin.lock().await.write_all(line.as_bytes()).await }).await;
+    if !matches!(written, Ok(Ok(()))) {
+        dead.cancel();
+    }
 }
 
 /// Forwards the plugin's stderr to the host's log, a line at a time.

@@ -17,6 +17,11 @@ use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
 
 use super::CodemodeServer;
 
+/// Open connections at most; more are closed at once.
+const MAX_CONNECTIONS: usize = 512;
+/// How long a client may take to send a request's headers.
+const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(30);
+
 /// Why the server may not listen where it was asked to.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 pub enum ExposureError {
@@ -52,7 +57,8 @@ fn authorized(header: Option<&http::HeaderValue>, token: &str) -> bool {
 }
 
 /// Serves `server` on `listener` until the task is dropped. With `token`, every request
-/// must carry it.
+/// must carry it. At most [`MAX_CONNECTIONS`] connections are served at once; a client
+/// gets [`HEADER_READ_TIMEOUT`] to send each request's headers.
 pub async fn serve(listener: tokio::net::TcpListener, server: CodemodeServer, token: Option<String>) -> std::io::Result<()> {
     let local = listener.local_addr()?;
     let mut config = StreamableHttpServerConfig::default().with_sse_keep_alive(Some(Duration::from_secs(15)));
@@ -63,10 +69,25 @@ pub async fn serve(listener: tokio::net::TcpListener, server: CodemodeServer, to
     }
     let service = StreamableHttpService::new(move || Ok(server.clone()), Arc::new(LocalSessionManager::default()), config);
     let token = token.map(Arc::new);
+    let connections = Arc::new(tokio::sync::Semaphore::new(MAX_CONNECTIONS));
     loop {
-        let (stream, _) = listener.accept().await?;
+        // Out of descriptors or a connection reset before accept: wait and go on, the
+        // server must outlive any one client.
+        let (stream, _) = match listener.accept().await {
+            Ok(accepted) => accepted,
+            Err(e) => {
+                tracing::warn!("accepting an HTTP connection failed: {e}");
+                tokio::time::sleep(Duration::from_millis(100)).await;
+                continue;
+            }
+        };
+        let Ok(slot) = Arc::clone(&connections).try_acquire_owned() else {
+            tracing::warn!("refused an HTTP connection: {MAX_CONNECTIONS} are open");
+            continue;
+        };
         let (service, token) = (service.clone(), token.clone());
         tokio::spawn(async move {
+            let _slot = slot;
             let handler = hyper::service::service_fn(move |request: http::Request<hyper::body::Incoming>| {
                 let (mut service, token) = (service.clone(), token.clone());
                 async move {
@@ -78,7 +99,11 @@ pub async fn serve(listener: tokio::net::TcpListener, server: CodemodeServer, to
                     tower_service::Service::call(&mut service, request).await
                 }
             });
-            if let Err(e) = hyper::server::conn::http1::Builder::new().serve_connection(hyper_util::rt::TokioIo::new(stream), handler).await {
+            let connection = hyper::server::conn::http1::Builder::new()
+                .timer(hyper_util::rt::TokioTimer::new())
+                .header_read_timeout(HEADER_READ_TIMEOUT)
+                .serve_connection(hyper_util::rt::TokioIo::new(stream), handler);
+            if let Err(e) = connection.await {
                 tracing::debug!("HTTP connection ended: {e}");
             }
         });

@@ -77,10 +77,10 @@ impl CodemodeServer {
                 });
                 vec![McpTool::new(EXECUTE, description, object(schema)).with_title("Run a JavaScript program that calls tools")]
             }
-            ServerMode::Tools => catalog
-                .plugins()
-                .flat_map(|(plugin, tools)| tools.map(move |t| separate_tool(plugin, t)).collect::<Vec<_>>())
-                .collect(),
+            ServerMode::Tools => {
+                let tools: Vec<McpTool> = catalog.plugins().flat_map(|(plugin, tools)| tools.map(move |t| separate_tool(plugin, t)).collect::<Vec<_>>()).collect();
+                usable_separate_tools(tools)
+            }
         }
     }
 
@@ -96,7 +96,7 @@ impl CodemodeServer {
             },
             () = ctx.ct.cancelled() => return CallToolResult::error(vec![ContentBlock::text("the program was cancelled before it started")]),
         };
-        let hooks = Arc::new(Hooks { peer: ctx.peer.clone(), progress: ctx.meta.get_progress_token(), finished: AtomicU64::new(0) });
+        let hooks = Arc::new(Hooks::new(ctx.peer.clone(), ctx.meta.get_progress_token()));
         let caller = Caller { call_id: Some(request_id(&ctx)), ..Caller::default() };
         let outcome = self.shared.executor.run_hooked(code, self.shared.limits, ctx.ct.clone(), caller, Some(hooks as Arc<dyn CallHooks>)).await;
         program_result(&outcome, self.shared.config.output_bytes)
@@ -104,12 +104,20 @@ impl CodemodeServer {
 
     async fn call_separate(&self, name: &str, arguments: Option<serde_json::Map<String, Value>>, ctx: RequestContext<RoleServer>) -> Result<CallToolResult, ErrorData> {
         let catalog = self.shared.executor.catalog();
-        let found = catalog.plugins().find_map(|(plugin, mut tools)| tools.find(|t| separate_name(plugin, &t.definition.name) == name).map(|t| (plugin.to_string(), t.clone())));
+        let listed = self.tools().iter().any(|t| t.name == name);
+        let found = catalog
+            .plugins()
+            .find_map(|(plugin, mut tools)| tools.find(|t| separate_name(plugin, &t.definition.name) == name).map(|t| (plugin.to_string(), t.clone())))
+            .filter(|_| listed);
         let Some((plugin, tool)) = found else {
             return Err(ErrorData::invalid_params(format!("there is no tool named {name}; list the tools again, the plugins may have changed"), None));
         };
         let input = Value::Object(arguments.unwrap_or_default());
-        let hooks = Hooks { peer: ctx.peer.clone(), progress: None, finished: AtomicU64::new(0) };
+        let hooks = Hooks::new(ctx.peer.clone(), None);
+        let checked = tool.check_input(&format!("{plugin}.{}", tool.definition.name), &input);
+        if let Err(why) = checked {
+            return Ok(CallToolResult::error(vec![ContentBlock::text(why)]));
+        }
         if let Err(why) = hooks.before(&plugin, &tool, &input).await {
             return Ok(CallToolResult::error(vec![ContentBlock::text(why)]));
         }
@@ -156,12 +164,23 @@ impl ServerHandler for CodemodeServer {
 
     async fn on_initialized(&self, ctx: NotificationContext<RoleServer>) {
         // Tell this client whenever the catalog changes, for as long as it is connected.
+        // The task ends when the client is gone (checked on every change and every
+        // half minute), so ended sessions leave nothing behind.
         let peer = ctx.peer.clone();
         let mut changes = self.shared.executor.watch_catalog();
         tokio::spawn(async move {
-            while changes.changed().await.is_ok() {
-                if peer.is_transport_closed() || peer.notify_tool_list_changed().await.is_err() {
-                    return;
+            loop {
+                tokio::select! {
+                    changed = changes.changed() => {
+                        if changed.is_err() || peer.is_transport_closed() || peer.notify_tool_list_changed().await.is_err() {
+                            return;
+                        }
+                    }
+                    () = tokio::time::sleep(std::time::Duration::from_secs(30)) => {
+                        if peer.is_transport_closed() {
+                            return;
+                        }
+                    }
                 }
             }
         });
@@ -188,6 +207,30 @@ fn object(value: Value) -> serde_json::Map<String, Value> {
 /// The MCP tool name of a plugin tool in separate tools mode.
 pub fn separate_name(plugin: &str, tool: &str) -> String {
     format!("{plugin}{SEPARATOR}{tool}")
+}
+
+/// The longest tool name MCP allows.
+const MAX_MCP_TOOL_NAME: usize = 128;
+
+/// Leaves out separate tools whose names cannot work: longer than MCP allows, or equal to
+/// another's (plugin `a__b` with tool `c` and plugin `a` with tool `b__c`). Each is logged.
+fn usable_separate_tools(tools: Vec<McpTool>) -> Vec<McpTool> {
+    let mut seen = std::collections::HashMap::<String, usize>::new();
+    for t in &tools {
+        *seen.entry(t.name.to_string()).or_default() += 1;
+    }
+    tools
+        .into_iter()
+        .filter(|t| {
+            let (name, count) = (t.name.to_string(), seen[t.name.as_ref()]);
+            if name.len() > MAX_MCP_TOOL_NAME {
+                tracing::warn!("separate tools mode: {name} is longer than {MAX_MCP_TOOL_NAME} characters and is left out; rename the plugin or the tool");
+            } else if count > 1 {
+                tracing::warn!("separate tools mode: {count} tools are named {name}; all are left out; rename a plugin or a tool");
+            }
+            name.len() <= MAX_MCP_TOOL_NAME && count == 1
+        })
+        .collect()
 }
 
 /// A plugin tool as an MCP tool of its own.
@@ -251,8 +294,31 @@ pub fn program_result(outcome: &Outcome, cap: usize) -> CallToolResult {
 /// Approvals before and progress after each tool call of one request.
 struct Hooks {
     peer: Peer<RoleServer>,
-    progress: Option<ProgressToken>,
+    /// Progress notifications, in order, to the one task that sends them (when the
+    /// client asked for progress).
+    progress: Option<tokio::sync::mpsc::UnboundedSender<ProgressNotificationParam>>,
+    progress_token: Option<ProgressToken>,
     finished: AtomicU64,
+}
+
+impl Hooks {
+    /// Hooks for one request; with a progress token, a task sends the notifications in
+    /// the order the calls finished, and stops when the request's hooks are dropped.
+    fn new(peer: Peer<RoleServer>, progress_token: Option<ProgressToken>) -> Self {
+        let progress = progress_token.as_ref().map(|_| {
+            let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<ProgressNotificationParam>();
+            let peer = peer.clone();
+            tokio::spawn(async move {
+                while let Some(note) = rx.recv().await {
+                    if peer.notify_progress(note).await.is_err() {
+                        return;
+                    }
+                }
+            });
+            tx
+        });
+        Self { peer, progress, progress_token, finished: AtomicU64::new(0) }
+    }
 }
 
 impl CallHooks for Hooks {
@@ -264,13 +330,10 @@ impl CallHooks for Hooks {
     }
 
     fn after(&self, plugin: &str, tool: &str, ok: bool) {
-        let Some(token) = self.progress.clone() else { return };
+        let (Some(progress), Some(token)) = (&self.progress, &self.progress_token) else { return };
         let done = self.finished.fetch_add(1, Ordering::Relaxed) + 1;
         let message = format!("tools.{plugin}.{tool} {}", if ok { "answered" } else { "failed" });
-        let peer = self.peer.clone();
-        tokio::spawn(async move {
-            let _ = peer.notify_progress(ProgressNotificationParam::new(token, done as f64).with_message(message)).await;
-        });
+        let _ = progress.send(ProgressNotificationParam::new(token.clone(), done as f64).with_message(message));
     }
 }
 
@@ -345,5 +408,13 @@ mod tests {
     #[test]
     fn separate_tools_are_named_plugin_double_underscore_tool() {
         assert_eq!(separate_name("sqlite-notes", "add-note"), "sqlite-notes__add-note");
+    }
+
+    #[test]
+    fn separate_names_that_collide_or_run_long_are_left_out() {
+        let tool = |name: String| McpTool::new(name, "d", serde_json::Map::new());
+        let long = "p".repeat(64) + SEPARATOR + &"t".repeat(64);
+        let kept = usable_separate_tools(vec![tool(separate_name("a__b", "c")), tool(separate_name("a", "b__c")), tool(separate_name("a", "d")), tool(long)]);
+        assert_eq!(kept.iter().map(|t| t.name.to_string()).collect::<Vec<_>>(), ["a__d"]);
     }
 }

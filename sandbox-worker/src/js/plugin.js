@@ -16,6 +16,7 @@
     op_plugin_send: opSend,
     op_plugin_log: opLog,
   } = globalThis.Deno.core.ops;
+  const core = globalThis.Deno.core;
 
   const setup = opSetup();
   const PLUGIN = setup.plugin;
@@ -393,6 +394,12 @@
     for (;;) handle(await opRecv());
   }
   opRegisterDriver(drive);
+
+  // A promise nobody handles is logged, not fatal: it must not stop every call in flight.
+  core.setUnhandledPromiseRejectionHandler((promise, reason) => {
+    consoleObject.error("an unhandled promise rejection (ignored):", reason);
+    return true;
+  });
 
   // ---------------------------------------------------------- global scope
   const simpleTools = {};

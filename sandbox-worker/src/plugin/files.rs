@@ -94,11 +94,13 @@ impl PluginFiles {
                 if !kind.is_file() || !is_module {
                     continue;
                 }
-                let text = std::fs::read_to_string(&path).map_err(|source| FilesError::Read { path: path.clone(), source })?;
-                total += text.len() as u64;
+                // Sized before it is read: the limits of the sandbox do not hold yet.
+                let size = entry.metadata().map_err(|source| FilesError::Read { path: path.clone(), source })?.len();
+                total += size;
                 if total > MAX_TOTAL_BYTES || modules.len() >= MAX_FILES {
                     return Err(FilesError::TooLarge { dir: dir.to_path_buf(), what: format!("{} MiB or {MAX_FILES} files", MAX_TOTAL_BYTES >> 20) });
                 }
+                let text = std::fs::read_to_string(&path).map_err(|source| FilesError::Read { path: path.clone(), source })?;
                 let relative = path.strip_prefix(dir).unwrap_or(&path).to_string_lossy().replace('\\', "/");
                 modules.insert(module_url(&relative)?, text);
             }

@@ -9,7 +9,7 @@
 //! 2. enter the sandbox of a spawned worker (the same layers as a program's worker,
 //!    keeping only standard input, output and error) and fork into a new pid namespace;
 //! 3. create the runtime with the plugin ops ([`ops`]) and `plugin.js`;
-//! 4. start the per-call CPU watchdog, lock the process (resource limits, the worker's
+//! 4. start the CPU watchdog (JavaScript time between two host messages), lock the process (resource limits, the worker's
 //!    seccomp table), set the heap limit;
 //! 5. load and evaluate the main module, then hand its namespace to `plugin.js`, which
 //!    calls `activate(api)`, collects `globalThis.tools`, and serves the host's requests.

@@ -78,7 +78,7 @@ impl PluginLink {
 
     /// The event loop's park hook: nothing in the plugin can run until the host says
     /// something, so read the host's next line and hand it to `op_plugin_recv`. Time
-    /// spent waiting does not count towards the per-call CPU limit; each message starts
+    /// spent waiting does not count towards the CPU limit; each message starts
     /// a new step. The host closing the stream ends the plugin.
     pub fn wait_for_host(&self, clock: &StepClock) {
         clock.on_park();
@@ -102,17 +102,14 @@ impl PluginLink {
         struct Head {
             id: Option<Value>,
             method: Option<String>,
-            params: Option<ToolName>,
-        }
-        #[derive(serde::Deserialize)]
-        struct ToolName {
-            name: Option<String>,
+            #[serde(default)]
+            params: Value,
         }
         let Ok(Head { id: Some(id), method: Some(method), params }) = serde_json::from_str::<Head>(line) else { return };
         if method == "initialize" {
             self.initialize_seen.set(true);
         }
-        let tool = if method == "tool/call" { params.and_then(|p| p.name) } else { None };
+        let tool = if method == "tool/call" { params.get("name").and_then(Value::as_str).map(str::to_string) } else { None };
         self.in_flight.borrow_mut().insert(id.to_string(), InFlight { id, method, tool });
     }
 
@@ -237,8 +234,10 @@ mod tests {
         link.note_request(r#"{"jsonrpc":"2.0","id":7,"method":"tool/call","params":{"name":"greet","input":{}}}"#);
         link.note_request(r#"{"jsonrpc":"2.0","method":"tool/cancel","params":{"id":3}}"#);
         link.note_request(r#"{"jsonrpc":"2.0","id":"f1","result":{}}"#);
+        link.note_request(r#"{"jsonrpc":"2.0","id":8,"method":"tool/call","params":[1]}"#);
         let in_flight = link.in_flight.borrow();
-        assert_eq!(in_flight.len(), 1);
+        assert_eq!(in_flight.len(), 2);
+        assert_eq!(in_flight["8"].tool, None);
         assert_eq!(in_flight["7"], InFlight { id: json!(7), method: "tool/call".into(), tool: Some("greet".into()) });
     }
 

@@ -32,6 +32,9 @@ export function activate(api) {
   });
   tool("add_tool", ({ name }) => { dynamic.set(name, tool(name, () => `I am ${name}`)); return "added"; });
   tool("remove_tool", ({ name }) => { dynamic.get(name).remove(); return "removed"; });
+  let count = 0;
+  tool("count", () => ++count);
+  tool("fire_and_forget", () => { Promise.reject(new Error("nobody listens")); return "fired"; });
   tool("globals", () => ["Deno", "fetch", "setTimeout", "require", "process", "WebAssembly", "tools", "AbortController", "console"].map((n) => `${n}:${typeof globalThis[n]}`));
 }
 
