@@ -195,7 +195,8 @@ async fn the_memory_limit_stops_the_runtime_and_it_comes_back() {
 
 #[tokio::test]
 async fn floods_fail_the_call_not_the_host() {
-    let s = setup().await;
+    // A generous CPU step: building and writing 40 MB of JSON must not trip it on a busy machine.
+    let s = start(vec![javascript("js", &test_plugin(&[]), Duration::from_secs(20), 128, 10_000)]).await;
     // An answer longer than a protocol line: the call fails, the runtime restarts.
     assert_eq!(rejection(&s.executor, "tools.js.huge({ mib: 20 })").await, "plugin js failed: it wrote a line longer than 16777216 bytes");
     // 16 MB of console output: the host keeps draining it, the call completes.

@@ -137,7 +137,8 @@ async fn limits_are_per_call() {
     let ex = ex().await;
     let tight = fast_limits().with_cpu_step(Duration::from_millis(100));
     assert_eq!(ex.run_with_limits("while (true) {}", tight).await.kind, OutcomeKind::CpuLimit { limit_ms: 100 });
-    let bigger = fast_limits().with_memory_bytes(128 * MIB);
+    // A generous step: filling 128 MiB must hit the memory limit first, even on a busy machine.
+    let bigger = fast_limits().with_memory_bytes(128 * MIB).with_cpu_step(Duration::from_secs(20));
     assert_eq!(ex.run_with_limits("const a = []; while (true) a.push(new Array(1e5).fill(1));", bigger).await.kind, OutcomeKind::MemoryLimit { limit_bytes: 128 * MIB });
     // 100 MiB of live data fits in 128 MiB but not in 64 MiB.
     let code = "const a = []; for (let i = 0; i < 40; i++) a.push(new Array(1e5).fill(i + 0.5)); return a.length";

@@ -110,6 +110,9 @@ struct Connection {
     next_id: AtomicU64,
     /// Cancelled when the connection is dead (and kills the process when dropped).
     dead: CancellationToken,
+    /// Cancelled when the plugin said it is stopping (`host/stopping`): new calls go to
+    /// a new process while the answers already on their way still arrive here.
+    retired: CancellationToken,
     _child: tokio::process::Child,
 }
 
@@ -233,7 +236,7 @@ impl ProcessPlugin {
     async fn connected(self: &Arc<Self>) -> Result<Arc<Connection>, PluginError> {
         let mut slot = self.connection.lock().await;
         if let Some(c) = slot.as_ref() {
-            if !c.dead.is_cancelled() {
+            if !c.dead.is_cancelled() && !c.retired.is_cancelled() {
                 return Ok(Arc::clone(c));
             }
             *slot = None;
@@ -281,6 +284,7 @@ impl ProcessPlugin {
             pending: Arc::new(StdMutex::new(HashMap::new())),
             next_id: AtomicU64::new(1),
             dead: CancellationToken::new(),
+            retired: CancellationToken::new(),
             _child: child,
         });
         tokio::spawn(log_stderr(name.clone(), stderr));
@@ -289,7 +293,13 @@ impl ProcessPlugin {
             name.clone(),
             FramedRead::new(stdout, LinesCodec::new_with_max_length(MAX_LINE_BYTES)),
             Arc::clone(&connection.pending),
-            PluginRequests { stdin: Arc::clone(&connection.stdin), net: self.config.net.clone(), running: Arc::default(), dead: connection.dead.clone() },
+            PluginRequests {
+                stdin: Arc::clone(&connection.stdin),
+                net: self.config.net.clone(),
+                running: Arc::default(),
+                dead: connection.dead.clone(),
+                retired: connection.retired.clone(),
+            },
             Instant::now(),
         ));
         // Handshake on the new connection directly (not through `connected`, which holds the slot).
@@ -411,6 +421,8 @@ struct PluginRequests {
     running: Arc<StdMutex<HashMap<String, CancellationToken>>>,
     /// The connection's end.
     dead: CancellationToken,
+    /// Set when the plugin announces it is stopping.
+    retired: CancellationToken,
 }
 
 impl PluginRequests {
@@ -419,6 +431,7 @@ impl PluginRequests {
         let id = message.get("id").cloned();
         let params = message.get("params").cloned().unwrap_or(Value::Null);
         match (method, id) {
+            ("host/stopping", None) => self.retired.cancel(),
             ("host/cancel", None) => {
                 let key = params.get("id").map(Value::to_string).unwrap_or_default();
                 if let Some(token) = self.running.lock().unwrap_or_else(|p| p.into_inner()).remove(&key) {

@@ -117,6 +117,9 @@ impl PluginLink {
     /// `tool/call`, a JSON-RPC error for the rest). If `initialize` has not arrived yet,
     /// waits for it and refuses it, so the host learns why the plugin cannot start.
     pub fn fail_in_flight(&self, reason: &dyn Fn(Option<&str>) -> String) {
+        // First, so that the host sends no new call to this process: the next call
+        // starts a new runtime instead of racing this one's exit.
+        self.write_line(r#"{"jsonrpc":"2.0","method":"host/stopping"}"#);
         let pending: Vec<InFlight> = std::mem::take(&mut *self.in_flight.borrow_mut()).into_values().collect();
         for request in &pending {
             self.write_line(&failure_answer(request, &reason(request.tool.as_deref())).to_string());
