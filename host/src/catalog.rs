@@ -292,12 +292,12 @@ impl Tool {
         describe_errors(validator, structured, "output").map_err(|why| format!("{qualified} returned a result that does not match its outputSchema: {why}"))
     }
 
-    /// Runs a call the way every caller must: the input checked against the input
-    /// schema, the handler (a panic is a failure, not a crash), the result checked
-    /// against the output schema. `Err` is the message of a failed call.
-    pub async fn invoke(&self, input: Value, context: CallContext) -> Result<ToolResult, String> {
+    /// Runs a call whose input passed [`Tool::check_input`] (every caller checks it
+    /// first, before anyone is asked to approve the call): the handler (a panic is a
+    /// failure, not a crash), then the result checked against the output schema. `Err`
+    /// is the message of a failed call.
+    pub async fn run_validated(&self, input: Value, context: CallContext) -> Result<ToolResult, String> {
         let qualified = format!("{}.{}", context.plugin, context.tool);
-        self.check_input(&qualified, &input)?;
         let result = std::panic::AssertUnwindSafe(self.handler.call(input, context)).catch_unwind().await.map_err(|_| format!("tool {qualified} crashed"))?;
         self.check_output(&qualified, &result)?;
         Ok(result)

@@ -283,20 +283,25 @@ impl Config {
     pub fn rules_text(&self) -> Result<String, ConfigError> {
         let mut sections = Vec::new();
         for plugin in self.plugins.iter().filter(|p| p.enabled && p.rules_enabled) {
-            let from_manifest = plugin.manifest.iter().flat_map(|m| m.contributes.rules.iter()).map(|r| self.plugin_dir(plugin).join(r));
-            let files: Vec<PathBuf> = from_manifest.chain(plugin.rules.iter().map(|r| self.base_dir.join(r))).collect();
+            // A manifest's rules must be the plugin's own files (`true`): a link out of its
+            // folder could hand any file the host can read to every agent. The
+            // configuration's own `rules` are the user's choice (`false`).
+            let from_manifest = plugin.manifest.iter().flat_map(|m| m.contributes.rules.iter()).map(|r| (self.plugin_dir(plugin).join(r), true));
+            let files: Vec<(PathBuf, bool)> = from_manifest.chain(plugin.rules.iter().map(|r| (self.base_dir.join(r), false))).collect();
             if files.is_empty() {
                 continue;
             }
+            let mut folder = None;
             let mut body = Vec::new();
-            for path in files {
+            for (path, own_file) in files {
                 let problem = |problem: String| ConfigError::Plugin { path: path.clone(), plugin: plugin.name.clone(), problem };
-                // A plugin's rules must be its own files: a link out of its folder could
-                // hand any file the host can read to every agent.
-                if plugin.kind == PluginKind::Javascript {
+                if own_file {
                     let real = std::fs::canonicalize(&path).map_err(|e| problem(format!("cannot read the rules file {}: {e}", path.display())))?;
-                    let folder = std::fs::canonicalize(self.plugin_dir(plugin)).map_err(|e| problem(format!("cannot read the plugin folder: {e}")))?;
-                    if !real.starts_with(&folder) {
+                    let folder = match &folder {
+                        Some(f) => f,
+                        None => folder.insert(std::fs::canonicalize(self.plugin_dir(plugin)).map_err(|e| problem(format!("cannot read the plugin folder: {e}")))?),
+                    };
+                    if !real.starts_with(folder) {
                         return Err(problem(format!("the rules file {} leads outside the plugin's folder (to {}); rules must be the plugin's own files", path.display(), real.display())));
                     }
                 }
@@ -457,6 +462,11 @@ mod tests {
         std::fs::write(&path, "[[plugin]]\nname = \"p\"\nkind = \"javascript\"\npath = \"p\"\n").unwrap();
         let e = Config::load(&path).unwrap().rules_text().unwrap_err().to_string();
         assert!(e.contains("leads outside the plugin's folder"), "{e}");
+        // The configuration's own rules for the plugin are the user's choice, wherever they are.
+        std::fs::remove_file(plugin.join("rules.md")).unwrap();
+        std::fs::write(plugin.join("manifest.json"), r#"{ "name": "p", "version": "1" }"#).unwrap();
+        std::fs::write(&path, "[[plugin]]\nname = \"p\"\nkind = \"javascript\"\npath = \"p\"\nrules = [\"secret.txt\"]\n").unwrap();
+        assert_eq!(Config::load(&path).unwrap().rules_text().unwrap(), "## p\n\nnot for agents");
     }
 
     #[test]

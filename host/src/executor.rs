@@ -480,7 +480,7 @@ async fn serve_call(
         Some(t) => match serde_json::from_str::<Value>(input.get()) {
             Err(e) => ToolAnswer::Reject(format!("the input of {plugin}.{tool} is not JSON: {e}")),
             Ok(input) => {
-                // Checked before anyone is asked to approve it (invoke checks it again).
+                // Checked before anyone is asked to approve it.
                 let checked = t.check_input(&format!("{plugin}.{tool}"), &input);
                 let approved = match (checked, hooks) {
                     (Err(why), _) => Err(why),
@@ -491,7 +491,7 @@ async fn serve_call(
                     (Ok(()), None) => Ok(()),
                 };
                 let outcome = match approved {
-                    Ok(()) => t.invoke(input, CallContext { plugin: plugin.clone(), tool: tool.clone(), call_id, caller, cancel }).await,
+                    Ok(()) => t.run_validated(input, CallContext { plugin: plugin.clone(), tool: tool.clone(), call_id, caller, cancel }).await,
                     Err(why) => Err(why),
                 };
                 if let Some(h) = hooks {

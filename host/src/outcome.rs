@@ -191,20 +191,30 @@ impl Outcome {
             (_, Some(failure)) => parts.push(failure),
             (_, None) => {}
         }
-        if !self.console.is_empty() || self.console_dropped_bytes > 0 {
-            let mut console = format!("Console output:\n{}", self.console);
-            if self.console_dropped_bytes > 0 {
-                if !console.ends_with('\n') {
-                    console.push('\n');
-                }
-                console.push_str(&format!("[console output cut here: {} more bytes were dropped]", self.console_dropped_bytes));
-            }
-            parts.push(console.trim_end_matches('\n').to_string());
-        }
-        if !self.sandbox_missing.is_empty() {
-            parts.push(format!("[warning: this program ran with a weaker sandbox; missing layers: {}]", self.sandbox_missing.join("; ")));
-        }
+        parts.extend(self.console_text());
+        parts.extend(self.sandbox_warning());
         parts.join("\n\n")
+    }
+
+    /// The console section an agent reads after the value, with a marker where the
+    /// output was cut; `None` when the program wrote nothing.
+    pub fn console_text(&self) -> Option<String> {
+        if self.console.is_empty() && self.console_dropped_bytes == 0 {
+            return None;
+        }
+        let mut console = format!("Console output:\n{}", self.console);
+        if self.console_dropped_bytes > 0 {
+            if !console.ends_with('\n') {
+                console.push('\n');
+            }
+            console.push_str(&format!("[console output cut here: {} more bytes were dropped]", self.console_dropped_bytes));
+        }
+        Some(console.trim_end_matches('\n').to_string())
+    }
+
+    /// The warning an agent reads when the program ran with sandbox layers missing.
+    pub fn sandbox_warning(&self) -> Option<String> {
+        (!self.sandbox_missing.is_empty()).then(|| format!("[warning: this program ran with a weaker sandbox; missing layers: {}]", self.sandbox_missing.join("; ")))
     }
 }
 

@@ -124,7 +124,7 @@ impl Manifest {
         }
         if let Some(net) = &manifest.permissions.net {
             for host in &net.hosts {
-                check_host_entry(host).map_err(|why| format!("`permissions.net.hosts` entry {host:?} {why}"))?;
+                HostEntry::parse(host).map_err(|why| format!("`permissions.net.hosts` entry {host:?} {why}"))?;
             }
         }
         Ok(manifest)
@@ -147,26 +147,40 @@ pub fn is_inside(path: &str) -> bool {
     !path.is_empty() && p.components().all(|c| matches!(c, Component::Normal(_) | Component::CurDir))
 }
 
-/// Checks one `net.hosts` entry: `host`, `host:port` or `*.domain`, no scheme or path.
-fn check_host_entry(entry: &str) -> Result<(), &'static str> {
-    if entry.contains("://") || entry.contains('/') {
-        return Err("must be a host name, not a URL (write \"api.example.com\", not \"https://api.example.com/\")");
-    }
-    let host = match entry.rsplit_once(':') {
-        Some((host, port)) if !host.contains(':') => {
-            port.parse::<u16>().map_err(|_| "has a port that is not a number from 0 to 65535")?;
-            host
+/// One `net.hosts` entry, parsed: `host`, `host:port` or `*.domain` (no scheme or path).
+/// The manifest checks entries with it; the host matches URLs against it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HostEntry {
+    /// The host name, lowercase, without `*.`.
+    pub host: String,
+    /// True for `*.domain`: subdomains of `host` only.
+    pub subdomains: bool,
+    /// The port, when the entry names one (otherwise the scheme's default).
+    pub port: Option<u16>,
+}
+
+impl HostEntry {
+    /// Parses and checks an entry; the error says what is wrong with it.
+    pub fn parse(entry: &str) -> Result<Self, &'static str> {
+        if entry.contains("://") || entry.contains('/') {
+            return Err("must be a host name, not a URL (write \"api.example.com\", not \"https://api.example.com/\")");
         }
-        _ => entry,
-    };
-    let name = host.strip_prefix("*.").unwrap_or(host);
-    if name.is_empty() || name.contains('*') || !name.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | '_')) {
-        return Err("must be a host name, optionally with :port or a leading *. for subdomains");
+        let (host, port) = match entry.rsplit_once(':') {
+            Some((host, port)) if !host.contains(':') => (host, Some(port.parse::<u16>().map_err(|_| "has a port that is not a number from 0 to 65535")?)),
+            _ => (entry, None),
+        };
+        let (name, subdomains) = match host.strip_prefix("*.") {
+            Some(domain) => (domain, true),
+            None => (host, false),
+        };
+        if name.is_empty() || name.contains('*') || !name.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | '_')) {
+            return Err("must be a host name, optionally with :port or a leading *. for subdomains");
+        }
+        if subdomains && (!name.contains('.') || name.split('.').all(|label| label.chars().all(|c| c.is_ascii_digit()))) {
+            return Err("is too broad: a *. entry needs a domain of at least two labels (\"*.example.com\"), not a top-level domain or numbers");
+        }
+        Ok(Self { host: name.to_ascii_lowercase(), subdomains, port })
     }
-    if host.starts_with("*.") && (!name.contains('.') || name.split('.').all(|label| label.chars().all(|c| c.is_ascii_digit()))) {
-        return Err("is too broad: a *. entry needs a domain of at least two labels (\"*.example.com\"), not a top-level domain or numbers");
-    }
-    Ok(())
 }
 
 #[cfg(test)]
@@ -193,6 +207,13 @@ mod tests {
         assert!(!m.may_provide_tools());
         assert!(m.net_hosts().is_empty());
         assert_eq!(m.main, None);
+    }
+
+    #[test]
+    fn host_entries_parse_into_name_port_and_scope() {
+        assert_eq!(HostEntry::parse("API.example.com"), Ok(HostEntry { host: "api.example.com".into(), subdomains: false, port: None }));
+        assert_eq!(HostEntry::parse("*.example.org:8443"), Ok(HostEntry { host: "example.org".into(), subdomains: true, port: Some(8443) }));
+        assert_eq!(HostEntry::parse("127.0.0.1:8080"), Ok(HostEntry { host: "127.0.0.1".into(), subdomains: false, port: Some(8080) }));
     }
 
     #[test]

@@ -11,6 +11,7 @@ use std::time::Duration;
 
 use base64::Engine as _;
 use futures::StreamExt;
+use protocol::manifest::HostEntry;
 use reqwest::Url;
 use serde::Deserialize;
 use serde_json::{json, Value};
@@ -23,36 +24,12 @@ const MAX_REDIRECTS: usize = 10;
 /// plugin can make the host buffer (this many times [`MAX_BODY_BYTES`]).
 const MAX_IN_FLIGHT: usize = 16;
 
-/// One `net.hosts` entry.
-#[derive(Debug, Clone, PartialEq, Eq)]
-struct HostPattern {
-    /// The host name, lowercase, without `*.`.
-    host: String,
-    /// True for `*.host` (subdomains only).
-    subdomains: bool,
-    /// The port, when the entry names one.
-    port: Option<u16>,
-}
-
-impl HostPattern {
-    fn parse(entry: &str) -> Self {
-        let (host, port) = match entry.rsplit_once(':') {
-            Some((h, p)) if !h.contains(':') => (h, p.parse().ok()),
-            _ => (entry, None),
-        };
-        let lower = host.to_ascii_lowercase();
-        match lower.strip_prefix("*.") {
-            Some(domain) => Self { host: domain.to_string(), subdomains: true, port },
-            None => Self { host: lower, subdomains: false, port },
-        }
-    }
-
-    fn matches(&self, host: &str, port: u16, default_port: u16) -> bool {
-        // `*.` names subdomains: an IP address (`10.0.0.1` ends in `.0.0.1`) never matches one.
-        let is_ip = host.parse::<std::net::IpAddr>().is_ok();
-        let host_ok = if self.subdomains { !is_ip && host.strip_suffix(&self.host).is_some_and(|rest| rest.ends_with('.')) } else { host == self.host };
-        host_ok && port == self.port.unwrap_or(default_port)
-    }
+/// True when `entry` allows `host` (lowercase) on `port`.
+fn entry_matches(entry: &HostEntry, host: &str, port: u16, default_port: u16) -> bool {
+    // `*.` names subdomains: an IP address (`10.0.0.1` ends in `.0.0.1`) never matches one.
+    let is_ip = host.parse::<std::net::IpAddr>().is_ok();
+    let host_ok = if entry.subdomains { !is_ip && host.strip_suffix(&entry.host).is_some_and(|rest| rest.ends_with('.')) } else { host == entry.host };
+    host_ok && port == entry.port.unwrap_or(default_port)
 }
 
 /// What a plugin may reach, and the client that reaches it.
@@ -60,7 +37,8 @@ impl HostPattern {
 pub struct NetAccess {
     plugin: String,
     entries: Vec<String>,
-    patterns: Vec<HostPattern>,
+    /// The entries that parse (the manifest refused the others when it was loaded).
+    patterns: Vec<HostEntry>,
     timeout: Duration,
     /// Built on first use, then shared by every request of the plugin.
     client: std::sync::OnceLock<reqwest::Client>,
@@ -92,7 +70,7 @@ impl NetAccess {
         Self {
             plugin: plugin.to_string(),
             entries: hosts.to_vec(),
-            patterns: hosts.iter().map(|h| HostPattern::parse(h)).collect(),
+            patterns: hosts.iter().filter_map(|h| HostEntry::parse(h).ok()).collect(),
             timeout,
             client: std::sync::OnceLock::new(),
             in_flight: tokio::sync::Semaphore::new(MAX_IN_FLIGHT),
@@ -194,14 +172,14 @@ fn host_of(url: &Url) -> String {
 }
 
 /// True when an `http`/`https` URL's host and port match one of `patterns`.
-fn permitted(patterns: &[HostPattern], url: &Url) -> bool {
+fn permitted(patterns: &[HostEntry], url: &Url) -> bool {
     let default_port = match url.scheme() {
         "http" => 80,
         "https" => 443,
         _ => return false,
     };
     let host = host_of(url);
-    patterns.iter().any(|p| p.matches(&host, url.port().unwrap_or(default_port), default_port))
+    patterns.iter().any(|p| entry_matches(p, &host, url.port().unwrap_or(default_port), default_port))
 }
 
 /// An error with its causes, as one line.
@@ -246,8 +224,9 @@ mod tests {
         assert!(check(&a, "https://a.b.example.org/").is_ok());
         assert!(check(&a, "https://example.org/").is_err());
         assert!(check(&a, "https://badexample.org/").is_err());
-        let numeric = access(&["*.0.0.1"]);
-        assert!(check(&numeric, "http://10.0.0.1/").is_err());
+        // The manifest refuses `*.0.0.1`; the match refuses IP addresses on its own too.
+        let numeric = HostEntry { host: "0.0.1".into(), subdomains: true, port: None };
+        assert!(!entry_matches(&numeric, "10.0.0.1", 80, 80));
     }
 
     #[test]

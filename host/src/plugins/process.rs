@@ -215,21 +215,7 @@ impl ProcessPlugin {
     }
 
     async fn write(&self, connection: &Connection, message: &Value) -> Result<(), PluginError> {
-        let mut line = message.to_string();
-        line.push('\n');
-        let mut stdin = connection.stdin.lock().await;
-        let written = tokio::time::timeout(SETUP_TIMEOUT, stdin.write_all(line.as_bytes())).await;
-        match written {
-            Ok(Ok(())) => Ok(()),
-            Ok(Err(e)) => {
-                connection.dead.cancel();
-                Err(PluginError::Gone { plugin: self.config.name.clone(), reason: format!("writing to it failed: {e}") })
-            }
-            Err(_) => {
-                connection.dead.cancel();
-                Err(PluginError::Gone { plugin: self.config.name.clone(), reason: "it stopped reading its input".into() })
-            }
-        }
+        write_line(&connection.stdin, &connection.dead, message).await.map_err(|reason| PluginError::Gone { plugin: self.config.name.clone(), reason })
     }
 
     /// The live connection, or a new one (after the backoff, if the last one failed).
@@ -466,20 +452,30 @@ impl PluginRequests {
     }
 }
 
-/// Writes the host's answer to a plugin's request. A plugin that stops reading (the
-/// write fails or times out, possibly after part of the line) ends the connection:
-/// nothing written after a partial line could be read correctly.
+/// Writes one message line to the plugin. A plugin that stops reading (the write fails,
+/// or does not finish in time, possibly after part of the line) ends the connection:
+/// nothing written after a partial line could be read correctly. `Err` says why.
+async fn write_line(stdin: &Stdin, dead: &CancellationToken, message: &Value) -> Result<(), String> {
+    let mut line = message.to_string();
+    line.push('\n');
+    let written = tokio::time::timeout(SETUP_TIMEOUT, async { stdin.lock().await.write_all(line.as_bytes()).await }).await;
+    let failure = match written {
+        Ok(Ok(())) => return Ok(()),
+        Ok(Err(e)) => format!("writing to it failed: {e}"),
+        Err(_) => "it stopped reading its input".to_string(),
+    };
+    dead.cancel();
+    Err(failure)
+}
+
+/// Writes the host's answer to a plugin's request ([`write_line`]; a failure ends the
+/// connection, which the calls in flight then report).
 async fn write_reply(stdin: &Stdin, dead: &CancellationToken, id: Value, answer: Result<Value, String>) {
     let message = match answer {
         Ok(result) => json!({ "jsonrpc": "2.0", "id": id, "result": result }),
         Err(message) => json!({ "jsonrpc": "2.0", "id": id, "error": { "code": -32000, "message": message } }),
     };
-    let mut line = message.to_string();
-    line.push('\n');
-    let written = tokio::time::timeout(SETUP_TIMEOUT, async { stdin.lock().await.write_all(line.as_bytes()).await }).await;
-    if !matches!(written, Ok(Ok(()))) {
-        dead.cancel();
-    }
+    let _ = write_line(stdin, dead, &message).await;
 }
 
 /// Forwards the plugin's stderr to the host's log, a line at a time.

@@ -8,7 +8,7 @@
 //! catalog whenever the tool list is read, so it always matches what programs can call.
 
 use crate::catalog::Catalog;
-use crate::limits::Limits;
+use crate::limits::{human_bytes, human_duration, Limits};
 
 /// The `execute` tool's description for `catalog` under `limits`, with results cut at
 /// `output_bytes`.
@@ -35,9 +35,9 @@ return {{ warmer: oslo.high_c > rome.high_c ? "Oslo" : "Rome" }};
 
 The program runs in a sandboxed JavaScript runtime with the language and nothing else: no files, network, timers, modules, `fetch` or `require`; tools are its only way out. `console.log` (and warn, error) output comes back after the result.
 
-Limits: {memory} MiB of memory; {cpu} s of JavaScript between two tool answers (waiting for tools does not count); {wall} s in all; {console} KiB of console output; at most {in_flight} tool calls in flight at once. A program that waits for a promise nothing will settle fails at once.
+Limits: {memory} of memory; {cpu} of JavaScript between two tool answers (waiting for tools does not count); {wall} in all; {console} of console output; at most {in_flight} tool calls in flight at once. A program that waits for a promise nothing will settle fails at once.
 
-Results: the returned value as JSON text (a string as it is), then the console output. A result longer than {output} KiB is cut to fit, keeping the JSON valid, with a marker that says what was cut: return less (filter, slice, pick fields) rather than more. A failed program (an uncaught error with its stack, a limit with its value, a stuck promise, a crash) is an error result whose text says why.
+Results: the returned value as JSON text (a string as it is), then the console output. A result longer than {output} is cut to fit, keeping the JSON valid, with a marker that says what was cut: return less (filter, slice, pick fields) rather than more. A failed program (an uncaught error with its stack, a limit with its value, a stuck promise, a crash) is an error result whose text says why.
 
 A tool call resolves with the tool's structured result when its declaration below has a return type, otherwise with its text (JSON.parse it if it is JSON), or with its content list when the result holds images. A failed call rejects with an Error whose message is the tool's message: catch it to try something else.
 {approval_note}
@@ -45,12 +45,12 @@ The {tool_count} tools, as TypeScript declarations (`tools` is `Tools`):
 
 ```ts
 {declarations}```"#,
-        memory = limits.memory_bytes >> 20,
-        cpu = seconds(limits.cpu_step),
-        wall = seconds(limits.wall_clock),
-        console = limits.console_bytes / 1024,
+        memory = human_bytes(limits.memory_bytes),
+        cpu = human_duration(limits.cpu_step),
+        wall = human_duration(limits.wall_clock),
+        console = human_bytes(limits.console_bytes),
         in_flight = limits.tool_calls_in_flight,
-        output = output_bytes / 1024,
+        output = human_bytes(output_bytes as u64),
         declarations = super::declarations::declarations(catalog),
     )
 }
@@ -67,16 +67,6 @@ pub fn instructions(rules: &str, code_mode: bool) -> String {
         intro.to_string()
     } else {
         format!("{intro}\n\n# Plugin rules\n\n{}", rules.trim())
-    }
-}
-
-/// A duration in seconds, without trailing zeros (`10`, `0.5`).
-fn seconds(d: std::time::Duration) -> String {
-    let s = d.as_secs_f64();
-    if s.fract() == 0.0 {
-        format!("{s:.0}")
-    } else {
-        format!("{s}")
     }
 }
 
@@ -99,7 +89,7 @@ mod tests {
     #[test]
     fn the_description_states_the_limits_the_cap_and_every_tool() {
         let text = execute_description(&catalog(), &Limits::default(), 64 * 1024);
-        assert!(text.contains("Limits: 256 MiB of memory; 10 s of JavaScript between two tool answers (waiting for tools does not count); 900 s in all; 64 KiB of console output"), "{text}");
+        assert!(text.contains("Limits: 256 MiB of memory; 10 s of JavaScript between two tool answers (waiting for tools does not count); 15 min in all; 64 KiB of console output"), "{text}");
         assert!(text.contains("A result longer than 64 KiB is cut to fit"), "{text}");
         assert!(text.contains("These tools ask a person to approve each call first; a declined call rejects with an Error saying so: tools.notes.delete."), "{text}");
         assert!(text.contains("The 2 tools, as TypeScript declarations"), "{text}");

@@ -8,7 +8,8 @@
 //!   plugins. With a progress token, each finished tool call sends a progress
 //!   notification.
 //! - **Separate tools mode**: each plugin tool is an MCP tool named `<plugin>__<tool>`
-//!   with its own schemas and annotations, called directly (no worker).
+//!   with its own schemas and annotations, called directly (no worker), with the same
+//!   checks as a program's call.
 //! - **Approvals** ([`Approvals`]), in both modes: a call to a tool marked
 //!   `requires_approval` asks the person through MCP elicitation first.
 //! - When the catalog changes, every connected client gets
@@ -96,24 +97,32 @@ impl CodemodeServer {
             },
             () = ctx.ct.cancelled() => return CallToolResult::error(vec![ContentBlock::text("the program was cancelled before it started")]),
         };
-        let hooks = Arc::new(Hooks::new(ctx.peer.clone(), ctx.meta.get_progress_token()));
+        let (hooks, progress_sent) = Hooks::new(ctx.peer.clone(), ctx.meta.get_progress_token());
         let caller = Caller { call_id: Some(request_id(&ctx)), ..Caller::default() };
-        let outcome = self.shared.executor.run_hooked(code, self.shared.limits, ctx.ct.clone(), caller, Some(hooks as Arc<dyn CallHooks>)).await;
+        let outcome = self.shared.executor.run_hooked(code, self.shared.limits, ctx.ct.clone(), caller, Some(Arc::new(hooks) as Arc<dyn CallHooks>)).await;
+        // The program is over and its hooks are dropped: let the last progress
+        // notifications go out before the result (a client ignores progress for a
+        // request it already has the answer to).
+        if let Some(sent) = progress_sent {
+            let _ = tokio::time::timeout(std::time::Duration::from_secs(5), sent).await;
+        }
         program_result(&outcome, self.shared.config.output_bytes)
     }
 
     async fn call_separate(&self, name: &str, arguments: Option<serde_json::Map<String, Value>>, ctx: RequestContext<RoleServer>) -> Result<CallToolResult, ErrorData> {
         let catalog = self.shared.executor.catalog();
-        let listed = self.tools().iter().any(|t| t.name == name);
-        let found = catalog
+        // The same rule as the list: a name longer than MCP allows, or shared by two
+        // tools, names no tool.
+        let mut matching: Vec<(String, Tool)> = catalog
             .plugins()
-            .find_map(|(plugin, mut tools)| tools.find(|t| separate_name(plugin, &t.definition.name) == name).map(|t| (plugin.to_string(), t.clone())))
-            .filter(|_| listed);
+            .flat_map(|(plugin, tools)| tools.filter(|t| separate_name(plugin, &t.definition.name) == name).map(move |t| (plugin.to_string(), t.clone())))
+            .collect();
+        let found = if matching.len() == 1 && name.len() <= MAX_MCP_TOOL_NAME { matching.pop() } else { None };
         let Some((plugin, tool)) = found else {
             return Err(ErrorData::invalid_params(format!("there is no tool named {name}; list the tools again, the plugins may have changed"), None));
         };
         let input = Value::Object(arguments.unwrap_or_default());
-        let hooks = Hooks::new(ctx.peer.clone(), None);
+        let (hooks, _) = Hooks::new(ctx.peer.clone(), None);
         let checked = tool.check_input(&format!("{plugin}.{}", tool.definition.name), &input);
         if let Err(why) = checked {
             return Ok(CallToolResult::error(vec![ContentBlock::text(why)]));
@@ -128,7 +137,7 @@ impl CodemodeServer {
             caller: Arc::new(Caller { call_id: Some(request_id(&ctx)), ..Caller::default() }),
             cancel: ctx.ct.clone(),
         };
-        Ok(match tool.invoke(input, context).await {
+        Ok(match tool.run_validated(input, context).await {
             Ok(result) => tool_result(result, self.shared.config.output_bytes),
             Err(why) => CallToolResult::error(vec![ContentBlock::text(why)]),
         })
@@ -276,18 +285,8 @@ pub fn program_result(outcome: &Outcome, cap: usize) -> CallToolResult {
         Some(Err(_)) => cut_text(value.as_deref().unwrap_or_default(), cap).text,
     };
     let mut content = vec![ContentBlock::text(value_text)];
-    let mut rest = Vec::new();
-    if !outcome.console.is_empty() || outcome.console_dropped_bytes > 0 {
-        let mut console = format!("Console output:\n{}", outcome.console.trim_end_matches('\n'));
-        if outcome.console_dropped_bytes > 0 {
-            console.push_str(&format!("\n[console output cut here: {} more bytes were dropped]", outcome.console_dropped_bytes));
-        }
-        rest.push(cut_text(&console, cap).text);
-    }
-    if !outcome.sandbox_missing.is_empty() {
-        rest.push(format!("[warning: this program ran with a weaker sandbox; missing layers: {}]", outcome.sandbox_missing.join("; ")));
-    }
-    content.extend(rest.into_iter().map(ContentBlock::text));
+    content.extend(outcome.console_text().map(|console| ContentBlock::text(cut_text(&console, cap).text)));
+    content.extend(outcome.sandbox_warning().map(ContentBlock::text));
     CallToolResult::success(content)
 }
 
@@ -302,22 +301,26 @@ struct Hooks {
 }
 
 impl Hooks {
-    /// Hooks for one request; with a progress token, a task sends the notifications in
-    /// the order the calls finished, and stops when the request's hooks are dropped.
-    fn new(peer: Peer<RoleServer>, progress_token: Option<ProgressToken>) -> Self {
-        let progress = progress_token.as_ref().map(|_| {
-            let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<ProgressNotificationParam>();
-            let peer = peer.clone();
-            tokio::spawn(async move {
-                while let Some(note) = rx.recv().await {
-                    if peer.notify_progress(note).await.is_err() {
-                        return;
+    /// Hooks for one request. With a progress token, a task sends the notifications in
+    /// the order the calls finished; it ends once the hooks are dropped and it has sent
+    /// them all, which the returned handle waits for.
+    fn new(peer: Peer<RoleServer>, progress_token: Option<ProgressToken>) -> (Self, Option<tokio::task::JoinHandle<()>>) {
+        let (progress, sent) = match &progress_token {
+            None => (None, None),
+            Some(_) => {
+                let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<ProgressNotificationParam>();
+                let peer = peer.clone();
+                let sent = tokio::spawn(async move {
+                    while let Some(note) = rx.recv().await {
+                        if peer.notify_progress(note).await.is_err() {
+                            return;
+                        }
                     }
-                }
-            });
-            tx
-        });
-        Self { peer, progress, progress_token, finished: AtomicU64::new(0) }
+                });
+                (Some(tx), Some(sent))
+            }
+        };
+        (Self { peer, progress, progress_token, finished: AtomicU64::new(0) }, sent)
     }
 }
 

@@ -120,26 +120,20 @@ impl PluginLink {
         // First, so that the host sends no new call to this process: the next call
         // starts a new runtime instead of racing this one's exit.
         self.write_line(r#"{"jsonrpc":"2.0","method":"host/stopping"}"#);
-        let pending: Vec<InFlight> = std::mem::take(&mut *self.in_flight.borrow_mut()).into_values().collect();
-        for request in &pending {
-            self.write_line(&failure_answer(request, &reason(request.tool.as_deref())).to_string());
-        }
         // Lines already read but not yet handled are requests too.
         let queued: Vec<String> = self.inbox.borrow_mut().drain(..).collect();
         for line in queued {
             self.note_request(&line);
         }
-        let later: Vec<InFlight> = std::mem::take(&mut *self.in_flight.borrow_mut()).into_values().collect();
-        for request in &later {
-            self.write_line(&failure_answer(request, &reason(request.tool.as_deref())).to_string());
-        }
-        while !self.initialize_seen.get() {
-            let line = read_host_line();
-            self.note_request(&line);
+        loop {
             let requests: Vec<InFlight> = std::mem::take(&mut *self.in_flight.borrow_mut()).into_values().collect();
             for request in &requests {
                 self.write_line(&failure_answer(request, &reason(request.tool.as_deref())).to_string());
             }
+            if self.initialize_seen.get() {
+                return;
+            }
+            self.note_request(&read_host_line());
         }
     }
 }
