@@ -29,3 +29,24 @@ ensure_system_packages() {
     exit 1
   fi
 }
+
+# The official MCP Python SDK in a virtualenv under target/ (for the MCP server's test and
+# the soak run). Installs it from PyPI on first use.
+MCP_SDK_VERSION="2.3.0"
+MCP_VENV="$REPO_ROOT/target/mcp-venv"
+ensure_mcp_venv() {
+  if ! "$MCP_VENV/bin/python" -c "import mcp, importlib.metadata as m; assert m.version('mcp') == '$MCP_SDK_VERSION'" 2>/dev/null; then
+    python3 -m venv "$MCP_VENV"
+    "$MCP_VENV/bin/pip" install --quiet --disable-pip-version-check "mcp==$MCP_SDK_VERSION"
+  fi
+}
+
+# The escape suite's worker: the same sandbox-worker built with the
+# insecure-test-switches feature (`exec --skip-layer`), kept under its own name. The
+# release worker is built again right after, so target/release/sandbox-worker is never
+# the test build (which refuses to run programs anyway).
+build_test_switch_worker() {
+  cargo build --release -p sandbox-worker --features insecure-test-switches
+  cp target/release/sandbox-worker target/release/sandbox-worker-test-switches
+  cargo build --release -p sandbox-worker
+}

@@ -10,5 +10,7 @@ cargo build --release --workspace --bins
 cargo test --release --workspace
 # The MCP server driven by the official MCP Python SDK (stdio and streamable HTTP).
 bash scripts/test-mcp-server.sh
-# The escape suite: real attacks, JavaScript and native, against the real sandbox.
-python3 tests/escape/run.py target/release/codemode target/release/sandbox-worker target/escape
+# The escape suite: real attacks, JavaScript and native, against the real sandbox; the
+# below-seccomp cases run in the test build of the worker.
+build_test_switch_worker
+python3 tests/escape/run.py target/release/codemode target/release/sandbox-worker target/escape target/release/sandbox-worker-test-switches

@@ -232,7 +232,8 @@ struct Schemas {
 }
 
 /// Every validation error as `<root>.a.b: message` (`root` is `input` or `output`),
-/// joined by `; `.
+/// joined by `; `. A large value is described, not quoted: the message of a 30 MiB
+/// string must not be 30 MiB.
 fn describe_errors(validator: &jsonschema::Validator, value: &Value, root: &str) -> Result<(), String> {
     let errors: Vec<String> = validator
         .iter_errors(value)
@@ -240,13 +241,51 @@ fn describe_errors(validator: &jsonschema::Validator, value: &Value, root: &str)
         .map(|e| {
             let path = e.instance_path().to_string();
             let field = format!("{root}{}", path.replace('/', "."));
-            format!("{field}: {e}")
+            match brief(e.instance()) {
+                None => format!("{field}: {e}"),
+                Some(placeholder) => format!("{field}: {}", e.masked_with(placeholder)),
+            }
         })
         .collect();
     if errors.is_empty() {
         Ok(())
     } else {
         Err(errors.join("; "))
+    }
+}
+
+/// Longest string quoted in a validation message.
+const MAX_QUOTED_CHARS: usize = 200;
+
+/// A short description of a value too large to quote; `None` when it can be quoted.
+fn brief(value: &Value) -> Option<String> {
+    let mut room = MAX_QUOTED_CHARS;
+    if fits(value, &mut room) {
+        return None;
+    }
+    Some(match value {
+        Value::String(s) => format!("a string of {} characters", s.chars().count()),
+        Value::Array(items) => format!("an array of {} items", items.len()),
+        Value::Object(map) => format!("an object with {} properties", map.len()),
+        other => other.to_string(),
+    })
+}
+
+/// True when `value` written as JSON takes at most `room` characters (roughly; it
+/// stops counting as soon as it does not).
+fn fits(value: &Value, room: &mut usize) -> bool {
+    let mut take = |n: usize| match room.checked_sub(n) {
+        Some(left) => {
+            *room = left;
+            true
+        }
+        None => false,
+    };
+    match value {
+        Value::Null | Value::Bool(_) | Value::Number(_) => take(8),
+        Value::String(s) => take(s.len() + 2),
+        Value::Array(items) => take(2) && items.iter().all(|v| fits(v, room)),
+        Value::Object(map) => take(2) && map.iter().all(|(k, v)| room.checked_sub(k.len() + 4).map(|left| *room = left).is_some() && fits(v, room)),
     }
 }
 
@@ -363,10 +402,35 @@ pub fn is_valid_name(name: &str) -> bool {
     (1..=64).contains(&name.len()) && name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
 }
 
-/// The tools of every plugin, by plugin name then tool name.
+/// Tries a plugin that could not be started again, now (when its backoff allows):
+/// when it comes back, the executor's catalog is replaced with one that holds its
+/// tools. The executor calls it when a program calls a tool of the plugin.
+pub trait Recover: Send + Sync + 'static {
+    /// Tries once; resolves when the attempt is over (whatever its result).
+    fn recover(&self) -> BoxFuture<'static, ()>;
+}
+
+/// A plugin that is configured but could not be started.
+#[derive(Clone)]
+pub struct Unavailable {
+    /// Why, as the agent reads it (with the last lines of its stderr when it wrote some).
+    pub reason: String,
+    /// How to try it again.
+    pub recover: Option<Arc<dyn Recover>>,
+}
+
+impl std::fmt::Debug for Unavailable {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Unavailable").field("reason", &self.reason).finish_non_exhaustive()
+    }
+}
+
+/// The tools of every plugin, by plugin name then tool name, and the plugins that are
+/// configured but unavailable.
 #[derive(Debug, Clone, Default)]
 pub struct Catalog {
     plugins: BTreeMap<String, BTreeMap<String, Tool>>,
+    unavailable: BTreeMap<String, Unavailable>,
 }
 
 impl Catalog {
@@ -447,12 +511,27 @@ impl Catalog {
         self.plugins.iter().map(|(p, tools)| (p.as_str(), tools.values()))
     }
 
-    /// The catalog as the worker needs it: names only.
+    /// Records that `plugin` is configured but could not be started, and why.
+    pub fn mark_unavailable(&mut self, plugin: &str, reason: String, recover: Option<Arc<dyn Recover>>) {
+        self.unavailable.insert(plugin.to_string(), Unavailable { reason, recover });
+    }
+
+    /// Why `plugin` is unavailable, when it is.
+    pub fn unavailable(&self, plugin: &str) -> Option<&Unavailable> {
+        self.unavailable.get(plugin).filter(|_| !self.plugins.contains_key(plugin))
+    }
+
+    /// Every unavailable plugin with its reason.
+    pub fn unavailable_plugins(&self) -> impl Iterator<Item = (&str, &Unavailable)> {
+        self.unavailable.iter().filter(|(p, _)| !self.plugins.contains_key(p.as_str())).map(|(p, u)| (p.as_str(), u))
+    }
+
+    /// The catalog as the worker needs it: names only, and unavailable plugins with
+    /// their reason.
     pub fn worker_view(&self) -> Vec<PluginTools> {
-        self.plugins
-            .iter()
-            .map(|(plugin, tools)| PluginTools { plugin: plugin.clone(), tools: tools.keys().cloned().collect() })
-            .collect()
+        let available = self.plugins.iter().map(|(plugin, tools)| PluginTools { plugin: plugin.clone(), tools: tools.keys().cloned().collect(), unavailable: None });
+        let unavailable = self.unavailable_plugins().map(|(plugin, u)| PluginTools { plugin: plugin.to_string(), tools: Vec::new(), unavailable: Some(u.reason.clone()) });
+        available.chain(unavailable).collect()
     }
 }
 
@@ -513,6 +592,8 @@ mod tests {
         assert_eq!(t.check_input("weather.forecast", &json!({"city": 5})).unwrap_err(), "invalid input for weather.forecast: input.city: 5 is not of type \"string\"");
         assert_eq!(t.check_input("weather.forecast", &json!({})).unwrap_err(), "invalid input for weather.forecast: input: \"city\" is a required property");
         assert!(t.check_input("weather.forecast", &json!({"city": "x", "days": 0})).unwrap_err().contains("input.days: 0 is less than the minimum of 1"));
+        let huge = "x".repeat(100_000);
+        assert_eq!(t.check_input("weather.forecast", &json!({"city": 5, "days": huge})).unwrap_err(), "invalid input for weather.forecast: input.city: 5 is not of type \"string\"; input.days: a string of 100000 characters is not of type \"integer\"");
     }
 
     #[test]
@@ -555,6 +636,8 @@ mod tests {
         let mut t = tool("w", None);
         t.definition.input_schema = json!({"type": "object", "properties": {"a": {"type": 12}}});
         assert!(c.add("p", t).unwrap_err().to_string().starts_with("plugin \"p\", tool \"w\": field inputSchema is not a valid JSON Schema"));
-        assert_eq!(c.worker_view(), vec![PluginTools { plugin: "my-db".into(), tools: vec!["search-rows".into()] }]);
+        assert_eq!(c.worker_view(), vec![PluginTools { plugin: "my-db".into(), tools: vec!["search-rows".into()], unavailable: None }]);
+        c.mark_unavailable("broken", "it exited".into(), None);
+        assert_eq!(c.worker_view()[1], PluginTools { plugin: "broken".into(), tools: vec![], unavailable: Some("it exited".into()) });
     }
 }

@@ -35,7 +35,7 @@ use serde::Deserialize;
 
 use protocol::manifest::Manifest;
 
-use crate::limits::{Limits, MIB};
+use crate::limits::{LimitError, LimitSource, Limits, Setting, Which};
 use crate::plugins::javascript::{JavascriptPlugin, DEFAULT_CPU_STEP_MS, DEFAULT_MEMORY_MIB};
 use crate::plugins::mcp::{McpConfig, McpTransport};
 use crate::plugins::process::ProcessConfig;
@@ -75,12 +75,43 @@ pub struct ServerConfig {
     /// The largest result text handed to the agent; larger values are cut structurally.
     #[serde(default = "default_output_bytes")]
     pub output_bytes: usize,
+    /// `codemode serve`: browser origins allowed to call it, besides the loopback ones
+    /// on a loopback server (`https://app.example.com`, `http://localhost:*`).
+    #[serde(default)]
+    pub allowed_origins: Vec<String>,
+    /// `codemode serve`: MCP sessions open at once, at most.
+    #[serde(default = "default_max_sessions")]
+    pub max_sessions: usize,
+    /// `codemode serve`: a session with no request for this long is closed, in ms.
+    #[serde(default = "default_session_idle_ms")]
+    pub session_idle_ms: u64,
+    /// `codemode serve`: serve HTTPS with this certificate chain (PEM; with `tls_key`).
+    pub tls_cert: Option<PathBuf>,
+    /// `codemode serve`: the certificate's private key (PEM).
+    pub tls_key: Option<PathBuf>,
 }
 
 impl Default for ServerConfig {
     fn default() -> Self {
-        Self { mode: ServerMode::default(), max_concurrent_programs: default_concurrent_programs(), output_bytes: default_output_bytes() }
+        Self {
+            mode: ServerMode::default(),
+            max_concurrent_programs: default_concurrent_programs(),
+            output_bytes: default_output_bytes(),
+            allowed_origins: Vec::new(),
+            max_sessions: default_max_sessions(),
+            session_idle_ms: default_session_idle_ms(),
+            tls_cert: None,
+            tls_key: None,
+        }
     }
+}
+
+fn default_max_sessions() -> usize {
+    256
+}
+
+fn default_session_idle_ms() -> u64 {
+    10 * 60 * 1000
 }
 
 fn default_concurrent_programs() -> usize {
@@ -102,7 +133,9 @@ pub enum ServerMode {
     Tools,
 }
 
-/// `[limits]`: each one optional; the defaults are [`Limits::default`].
+/// `[limits]`: each one optional; the defaults are [`Limits::default`]. Each key is a
+/// [`Setting`] in [`crate::limits::SETTINGS`], in that setting's unit; the command
+/// line's flags fill the same struct.
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct LimitsConfig {
@@ -116,28 +149,36 @@ pub struct LimitsConfig {
     pub console_bytes: Option<u64>,
     /// Largest returned value, in bytes.
     pub result_bytes: Option<u64>,
+    /// Tool calls in flight at once.
+    pub tool_calls_in_flight: Option<u64>,
+    /// Tool data in flight, in bytes.
+    pub tool_bytes_in_flight: Option<u64>,
 }
 
 impl LimitsConfig {
-    /// `limits` with every value this holds put in place (the command line and the
-    /// configuration file both override limits this way).
-    pub fn apply(&self, mut limits: Limits) -> Limits {
-        if let Some(v) = self.memory_mib {
-            limits.memory_bytes = v * MIB;
+    /// Each value that is set, with its setting.
+    fn values(&self) -> impl Iterator<Item = (&'static Setting, u64)> + '_ {
+        [
+            (Which::Memory, self.memory_mib),
+            (Which::CpuStep, self.cpu_step_ms),
+            (Which::WallClock, self.wall_clock_ms),
+            (Which::Console, self.console_bytes),
+            (Which::Result, self.result_bytes),
+            (Which::ToolCalls, self.tool_calls_in_flight),
+            (Which::ToolBytes, self.tool_bytes_in_flight),
+        ]
+        .into_iter()
+        .filter_map(|(which, value)| value.map(|v| (Setting::of(which), v)))
+    }
+
+    /// `limits` with every value this holds put in place, each checked against its
+    /// range; the error names the value as it was written (`source`).
+    pub fn apply(&self, mut limits: Limits, source: LimitSource) -> Result<Limits, LimitError> {
+        for (setting, value) in self.values() {
+            setting.check(value, source)?;
+            setting.set(&mut limits, value);
         }
-        if let Some(v) = self.cpu_step_ms {
-            limits.cpu_step = Duration::from_millis(v);
-        }
-        if let Some(v) = self.wall_clock_ms {
-            limits.wall_clock = Duration::from_millis(v);
-        }
-        if let Some(v) = self.console_bytes {
-            limits.console_bytes = v;
-        }
-        if let Some(v) = self.result_bytes {
-            limits.result_bytes = v;
-        }
-        limits
+        Ok(limits)
     }
 }
 
@@ -201,7 +242,8 @@ pub enum PluginKind {
     Javascript,
 }
 
-/// Why the configuration could not be used.
+/// Why the configuration could not be used. Every variant names the file (or, for
+/// rules, the rules file) and the plugin it is about.
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
     /// The file could not be read.
@@ -220,7 +262,23 @@ pub enum ConfigError {
         /// What and where.
         message: String,
     },
-    /// A plugin entry is incomplete.
+    /// A limit is out of range.
+    #[error("the configuration {path}: {source}")]
+    Limit {
+        /// The file.
+        path: PathBuf,
+        /// Which limit, and its range.
+        source: LimitError,
+    },
+    /// A `[server]` setting is wrong.
+    #[error("the configuration {path}: [server] {problem}")]
+    Server {
+        /// The file.
+        path: PathBuf,
+        /// What is wrong.
+        problem: String,
+    },
+    /// A plugin entry is incomplete or contradicts itself.
     #[error("the configuration {path}: plugin {plugin:?}: {problem}")]
     Plugin {
         /// The file.
@@ -230,44 +288,123 @@ pub enum ConfigError {
         /// What is wrong.
         problem: String,
     },
+    /// A plugin's rules file cannot be used.
+    #[error("plugin {plugin:?}: the rules file {file} {problem}")]
+    Rules {
+        /// The plugin.
+        plugin: String,
+        /// The rules file.
+        file: PathBuf,
+        /// What is wrong with it.
+        problem: String,
+    },
+}
+
+/// The settings of a `[[plugin]]` entry that only some kinds take, with the kinds
+/// that take each (a pure table, checked by [`misplaced_settings`]).
+const KIND_SETTINGS: &[(&str, &[PluginKind])] = &[
+    ("command", &[PluginKind::Process, PluginKind::Mcp]),
+    ("args", &[PluginKind::Process, PluginKind::Mcp]),
+    ("env", &[PluginKind::Process, PluginKind::Mcp]),
+    ("url", &[PluginKind::Mcp]),
+    ("path", &[PluginKind::Javascript]),
+    ("memory_mib", &[PluginKind::Javascript]),
+    ("cpu_step_ms", &[PluginKind::Javascript]),
+];
+
+/// The settings `plugin` has that its kind does not take.
+fn misplaced_settings(plugin: &PluginConfig) -> Vec<&'static str> {
+    let present = |key: &str| match key {
+        "command" => plugin.command.is_some(),
+        "args" => !plugin.args.is_empty(),
+        "env" => !plugin.env.is_empty(),
+        "url" => plugin.url.is_some(),
+        "path" => plugin.path.is_some(),
+        "memory_mib" => plugin.memory_mib.is_some(),
+        "cpu_step_ms" => plugin.cpu_step_ms.is_some(),
+        _ => false,
+    };
+    KIND_SETTINGS.iter().filter(|(key, kinds)| present(key) && !kinds.contains(&plugin.kind)).map(|(key, _)| *key).collect()
+}
+
+impl PluginKind {
+    /// The kind as the configuration spells it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            PluginKind::Process => "process",
+            PluginKind::Mcp => "mcp",
+            PluginKind::Javascript => "javascript",
+        }
+    }
 }
 
 impl Config {
-    /// Reads and checks a configuration file.
+    /// Reads and checks a configuration file: limits in range, plugin names unique and
+    /// valid, each entry complete for its kind and without settings its kind does not
+    /// take, JavaScript manifests readable, and every rules file readable (and, for a
+    /// manifest's rules, inside its plugin's folder).
     pub fn load(path: &Path) -> Result<Self, ConfigError> {
         let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read { path: path.into(), source })?;
         let mut config: Config = toml::from_str(&text).map_err(|e| ConfigError::Parse { path: path.into(), message: e.to_string() })?;
+        config.limits.apply(Limits::default(), LimitSource::ConfigFile).map_err(|source| ConfigError::Limit { path: path.into(), source })?;
         let dir = path.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
         config.base_dir = std::fs::canonicalize(dir).map_err(|source| ConfigError::Read { path: dir.into(), source })?;
+        if config.server.max_sessions == 0 {
+            return Err(ConfigError::Server { path: path.into(), problem: "max_sessions must be at least 1".into() });
+        }
+        if config.server.tls_cert.is_some() != config.server.tls_key.is_some() {
+            return Err(ConfigError::Server { path: path.into(), problem: "tls_cert and tls_key go together: give both, or neither".into() });
+        }
+        for file in [&mut config.server.tls_cert, &mut config.server.tls_key].into_iter().flatten() {
+            *file = config.base_dir.join(&*file);
+        }
         let base_dir = config.base_dir.clone();
+        let mut seen: std::collections::HashMap<&str, usize> = std::collections::HashMap::new();
+        for (index, plugin) in config.plugins.iter().enumerate() {
+            let problem = |problem: String| ConfigError::Plugin { path: path.into(), plugin: plugin.name.clone(), problem };
+            if !crate::catalog::is_valid_name(&plugin.name) {
+                return Err(problem("the name must be 1 to 64 letters, digits, '_' or '-'".into()));
+            }
+            if let Some(first) = seen.insert(plugin.name.as_str(), index) {
+                return Err(problem(format!("is configured twice ([[plugin]] entries {} and {}); give each plugin its own name", first + 1, index + 1)));
+            }
+            let misplaced = misplaced_settings(plugin);
+            if !misplaced.is_empty() {
+                return Err(problem(format!(
+                    "{} {} not apply to a {} plugin; remove {} or change `kind`",
+                    misplaced.iter().map(|k| format!("`{k}`")).collect::<Vec<_>>().join(", "),
+                    if misplaced.len() == 1 { "does" } else { "do" },
+                    plugin.kind.as_str(),
+                    if misplaced.len() == 1 { "it" } else { "them" },
+                )));
+            }
+            match plugin.kind {
+                PluginKind::Process if plugin.command.is_none() => return Err(problem("a process plugin needs `command`".into())),
+                PluginKind::Mcp if plugin.command.is_some() == plugin.url.is_some() => {
+                    return Err(problem("an MCP server needs either `command` (stdio) or `url` (streamable HTTP)".into()))
+                }
+                PluginKind::Mcp if plugin.url.is_some() && !plugin.args.is_empty() => return Err(problem("`args` applies to an MCP server started with `command`, not to one at a `url`".into())),
+                PluginKind::Javascript if plugin.path.is_none() => return Err(problem("a JavaScript plugin needs `path`, its folder (with manifest.json)".into())),
+                _ => {}
+            }
+        }
         for plugin in &mut config.plugins {
             if plugin.kind == PluginKind::Javascript && plugin.enabled {
-                let problem = |problem: String| ConfigError::Plugin { path: path.into(), plugin: plugin.name.clone(), problem };
-                let folder = plugin.path.as_deref().ok_or_else(|| problem("a JavaScript plugin needs `path`, its folder (with manifest.json)".into()))?;
-                let manifest = Manifest::load(&base_dir.join(folder)).map_err(|e| problem(e.to_string()))?;
+                let folder = base_dir.join(plugin.path.as_deref().unwrap_or_default());
+                let manifest = Manifest::load(&folder).map_err(|e| ConfigError::Plugin { path: path.into(), plugin: plugin.name.clone(), problem: e.to_string() })?;
                 plugin.manifest = Some(manifest);
             }
         }
-        for plugin in &config.plugins {
-            if !crate::catalog::is_valid_name(&plugin.name) {
-                return Err(ConfigError::Plugin { path: path.into(), plugin: plugin.name.clone(), problem: "the name must be 1 to 64 letters, digits, '_' or '-'".into() });
-            }
-            if plugin.kind == PluginKind::Process && plugin.command.is_none() {
-                return Err(ConfigError::Plugin { path: path.into(), plugin: plugin.name.clone(), problem: "a process plugin needs `command`".into() });
-            }
-            if plugin.kind == PluginKind::Mcp && plugin.command.is_some() == plugin.url.is_some() {
-                return Err(ConfigError::Plugin { path: path.into(), plugin: plugin.name.clone(), problem: "an MCP server needs either `command` (stdio) or `url` (streamable HTTP)".into() });
-            }
-        }
+        config.rules_text()?;
         Ok(config)
     }
 
-    /// The limits, defaults overridden by `[limits]`.
+    /// The limits, defaults overridden by `[limits]` (checked when the file is loaded).
     pub fn limits(&self) -> Limits {
-        self.limits.apply(Limits::default())
+        self.limits.apply(Limits::default(), LimitSource::ConfigFile).unwrap_or_default()
     }
 
-    /// Resolves a path from the file against the file's folder; bare command names
+    /// Resolves a command from the file against the file's folder; bare command names
     /// (no `/`) are left for PATH.
     fn resolve(&self, p: &str) -> PathBuf {
         let path = Path::new(p);
@@ -293,19 +430,19 @@ impl Config {
             }
             let mut folder = None;
             let mut body = Vec::new();
-            for (path, own_file) in files {
-                let problem = |problem: String| ConfigError::Plugin { path: path.clone(), plugin: plugin.name.clone(), problem };
+            for (file, own_file) in files {
+                let problem = |problem: String| ConfigError::Rules { plugin: plugin.name.clone(), file: file.clone(), problem };
                 if own_file {
-                    let real = std::fs::canonicalize(&path).map_err(|e| problem(format!("cannot read the rules file {}: {e}", path.display())))?;
+                    let real = std::fs::canonicalize(&file).map_err(|e| problem(format!("cannot be read: {e}")))?;
                     let folder = match &folder {
                         Some(f) => f,
-                        None => folder.insert(std::fs::canonicalize(self.plugin_dir(plugin)).map_err(|e| problem(format!("cannot read the plugin folder: {e}")))?),
+                        None => folder.insert(std::fs::canonicalize(self.plugin_dir(plugin)).map_err(|e| problem(format!("cannot be checked: its plugin folder cannot be read: {e}")))?),
                     };
                     if !real.starts_with(folder) {
-                        return Err(problem(format!("the rules file {} leads outside the plugin's folder (to {}); rules must be the plugin's own files", path.display(), real.display())));
+                        return Err(problem(format!("leads outside the plugin's folder (to {}); rules must be the plugin's own files", real.display())));
                     }
                 }
-                let text = std::fs::read_to_string(&path).map_err(|e| problem(format!("cannot read the rules file {}: {e}", path.display())))?;
+                let text = std::fs::read_to_string(&file).map_err(|e| problem(format!("cannot be read: {e}")))?;
                 body.push(text.trim().to_string());
             }
             sections.push(format!("## {}\n\n{}", plugin.name, body.join("\n\n")));
@@ -332,17 +469,13 @@ impl Config {
         self.plugins.iter().filter(move |p| p.enabled && p.kind == kind).map(|p| {
             let launch = Launch {
                 command: self.resolve(p.command.as_deref().unwrap_or_default()),
-                args: self.resolve_args(&p.args),
+                args: p.args.clone(),
                 env: p.env.iter().map(|(k, v)| (k.clone(), v.clone())).collect(),
                 cwd: Some(self.base_dir.clone()).filter(|d| !d.as_os_str().is_empty()),
                 call_timeout: Duration::from_millis(p.timeout_ms.unwrap_or(30_000)),
             };
             (p, launch)
         })
-    }
-
-    fn resolve_args(&self, args: &[String]) -> Vec<String> {
-        args.iter().map(|a| if a.contains('/') && !a.starts_with('-') && !a.starts_with('@') { self.resolve(a).display().to_string() } else { a.clone() }).collect()
     }
 
     /// A JavaScript plugin's folder.
@@ -403,7 +536,9 @@ mod tests {
     use super::*;
 
     fn parse(text: &str) -> Result<Config, ConfigError> {
-        let dir = std::env::temp_dir().join(format!("codemode-config-{}-{}", std::process::id(), text.len()));
+        static NEXT: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+        let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let dir = std::env::temp_dir().join(format!("codemode-config-{}-{n}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let path = dir.join("codemode.toml");
         std::fs::write(&path, text).unwrap();
@@ -411,15 +546,47 @@ mod tests {
     }
 
     #[test]
-    fn reads_limits_and_plugins_with_paths_relative_to_the_file() {
-        let c = parse("[limits]\nmemory_mib = 64\ncpu_step_ms = 500\n\n[[plugin]]\nname = \"py\"\nkind = \"process\"\ncommand = \"python3\"\nargs = [\"plugins/py/plugin.py\", \"--flag\"]\ntimeout_ms = 2000\n").unwrap();
-        assert_eq!(c.limits().memory_bytes, 64 * MIB);
+    fn reads_limits_and_plugins_running_in_the_files_folder() {
+        let c = parse("[limits]\nmemory_mib = 64\ncpu_step_ms = 500\n\n[[plugin]]\nname = \"py\"\nkind = \"process\"\ncommand = \"python3\"\nargs = [\"plugins/py/plugin.py\", \"--flag\", \"text/plain\", \"-c\", \"echo a/b\"]\ntimeout_ms = 2000\n\n[[plugin]]\nname = \"local\"\nkind = \"process\"\ncommand = \"./bin/tool\"\n").unwrap();
+        assert_eq!(c.limits().memory_bytes, 64 * crate::limits::MIB);
         assert_eq!(c.limits().cpu_step, Duration::from_millis(500));
         let p = &c.process_plugins()[0];
         assert_eq!(p.command, PathBuf::from("python3"));
-        assert_eq!(p.args[0], c.base_dir.join("plugins/py/plugin.py").display().to_string());
-        assert_eq!(p.args[1], "--flag");
+        // Arguments pass as written; the plugin runs in the configuration's folder, so
+        // relative paths among them still work.
+        assert_eq!(p.args, ["plugins/py/plugin.py", "--flag", "text/plain", "-c", "echo a/b"]);
+        assert_eq!(p.cwd.as_deref(), Some(c.base_dir.as_path()));
         assert_eq!(p.call_timeout, Duration::from_millis(2000));
+        // A relative command is found from the configuration's folder.
+        assert_eq!(c.process_plugins()[1].command, c.base_dir.join("./bin/tool"));
+    }
+
+    #[test]
+    fn limits_out_of_range_are_named_as_written() {
+        let e = parse("[limits]\nmemory_mib = 0\n").unwrap_err().to_string();
+        assert!(e.ends_with("codemode.toml: [limits] memory_mib = 0: must be between 16 and 65536"), "{e}");
+        let e = parse("[limits]\ntool_bytes_in_flight = 1\n").unwrap_err().to_string();
+        assert!(e.ends_with("[limits] tool_bytes_in_flight = 1: must be between 1048576 and 50331648"), "{e}");
+    }
+
+    #[test]
+    fn duplicate_names_and_settings_of_another_kind_are_errors() {
+        let e = parse("[[plugin]]\nname = \"a\"\nkind = \"process\"\ncommand = \"x\"\n\n[[plugin]]\nname = \"a\"\nkind = \"mcp\"\ncommand = \"y\"\n").unwrap_err().to_string();
+        assert!(e.ends_with("plugin \"a\": is configured twice ([[plugin]] entries 1 and 2); give each plugin its own name"), "{e}");
+        let e = parse("[[plugin]]\nname = \"a\"\nkind = \"process\"\ncommand = \"x\"\npath = \"p\"\nmemory_mib = 64\n").unwrap_err().to_string();
+        assert!(e.ends_with("plugin \"a\": `path`, `memory_mib` do not apply to a process plugin; remove them or change `kind`"), "{e}");
+        let e = parse("[[plugin]]\nname = \"m\"\nkind = \"mcp\"\nurl = \"http://127.0.0.1:1/mcp\"\nargs = [\"x\"]\n").unwrap_err().to_string();
+        assert!(e.ends_with("`args` applies to an MCP server started with `command`, not to one at a `url`"), "{e}");
+        let e = parse("[[plugin]]\nname = \"j\"\nkind = \"javascript\"\ncommand = \"node\"\npath = \"x\"\n").unwrap_err().to_string();
+        assert!(e.ends_with("`command` does not apply to a javascript plugin; remove it or change `kind`"), "{e}");
+    }
+
+    #[test]
+    fn a_missing_rules_file_is_an_error_naming_it() {
+        let e = parse("[[plugin]]\nname = \"db\"\nkind = \"process\"\ncommand = \"x\"\nrules = [\"missing-rules.md\"]\n").unwrap_err();
+        let text = e.to_string();
+        assert!(matches!(e, ConfigError::Rules { .. }), "{text}");
+        assert!(text.starts_with("plugin \"db\": the rules file ") && text.contains("missing-rules.md cannot be read: No such file"), "{text}");
     }
 
     #[test]
@@ -460,7 +627,7 @@ mod tests {
         std::os::unix::fs::symlink(dir.join("secret.txt"), plugin.join("rules.md")).unwrap();
         let path = dir.join("codemode.toml");
         std::fs::write(&path, "[[plugin]]\nname = \"p\"\nkind = \"javascript\"\npath = \"p\"\n").unwrap();
-        let e = Config::load(&path).unwrap().rules_text().unwrap_err().to_string();
+        let e = Config::load(&path).unwrap_err().to_string();
         assert!(e.contains("leads outside the plugin's folder"), "{e}");
         // The configuration's own rules for the plugin are the user's choice, wherever they are.
         std::fs::remove_file(plugin.join("rules.md")).unwrap();

@@ -21,6 +21,8 @@ use std::time::{Duration, Instant};
 use futures::future::BoxFuture;
 use futures::stream::FuturesUnordered;
 use futures::{FutureExt, StreamExt};
+use protocol::cost::{json_cost, mib};
+use protocol::worker::WorkerExit;
 use protocol::{ConsoleLevel, HostChannel, HostToWorker, StartProgram, ToolAnswer, WorkerOutcome, WorkerToHost, MAX_FRAME_BYTES};
 use serde_json::value::RawValue;
 use serde_json::Value;
@@ -32,12 +34,6 @@ use crate::limits::{LimitError, Limits};
 use crate::outcome::{Outcome, OutcomeKind};
 use crate::worker_process::ExitStatus;
 
-/// The worker's exit code when its step watchdog ended a program that ignored
-/// termination (see `sandbox_worker::EXIT_CPU_LIMIT`).
-pub const WORKER_EXIT_CPU_LIMIT: i32 = 72;
-/// The worker's exit code when it could not set itself up (see
-/// `sandbox_worker::EXIT_SETUP_FAILED`).
-pub const WORKER_EXIT_SETUP_FAILED: i32 = 71;
 
 /// Why an executor could not be built.
 #[derive(Debug, thiserror::Error)]
@@ -59,6 +55,39 @@ pub struct ExecutorBuilder {
     catalog: Catalog,
     busy_poll: Option<Duration>,
     sandbox: SandboxPolicy,
+    tool_bytes_budget: Option<u64>,
+}
+
+/// The tool data all programs together may have in flight by default (each program also
+/// has its own [`Limits::tool_bytes_in_flight`]): what bounds the host's memory when
+/// many programs send large inputs at once.
+pub const DEFAULT_TOOL_BYTES_BUDGET: u64 = 64 * 1024 * 1024;
+
+/// Tool data in flight across every program of one executor.
+#[derive(Debug)]
+struct SharedToolBudget {
+    limit: u64,
+    used: AtomicU64,
+}
+
+impl SharedToolBudget {
+    /// Takes `cost`, or says how much is in use.
+    fn take(&self, cost: u64) -> Result<(), u64> {
+        let mut used = self.used.load(Ordering::Acquire);
+        loop {
+            if used.saturating_add(cost) > self.limit {
+                return Err(used);
+            }
+            match self.used.compare_exchange_weak(used, used + cost, Ordering::AcqRel, Ordering::Acquire) {
+                Ok(_) => return Ok(()),
+                Err(now) => used = now,
+            }
+        }
+    }
+
+    fn give_back(&self, cost: u64) {
+        self.used.fetch_sub(cost, Ordering::AcqRel);
+    }
 }
 
 /// Default busy-poll budget: long enough to catch an in-process tool's answer, short
@@ -81,6 +110,12 @@ impl ExecutorBuilder {
     /// How workers start (default: [`LaunchMode::Auto`]).
     pub fn launch_mode(mut self, mode: LaunchMode) -> Self {
         self.mode = mode;
+        self
+    }
+    /// The tool data all programs together may have in flight (default
+    /// [`DEFAULT_TOOL_BYTES_BUDGET`]), on top of each program's own limit.
+    pub fn tool_bytes_budget(mut self, bytes: u64) -> Self {
+        self.tool_bytes_budget = Some(bytes);
         self
     }
     /// Whether every sandbox layer must apply (default: [`SandboxPolicy::Required`]).
@@ -107,9 +142,10 @@ impl ExecutorBuilder {
             launcher,
             limits: self.limits,
             busy_poll: self.busy_poll.unwrap_or(DEFAULT_BUSY_POLL),
-            catalog: RwLock::new(Arc::new(self.catalog)),
+            catalog: Arc::new(RwLock::new(Arc::new(self.catalog))),
             catalog_version: tokio::sync::watch::channel(0).0,
             next_program: AtomicU64::new(1),
+            tool_budget: Arc::new(SharedToolBudget { limit: self.tool_bytes_budget.unwrap_or(DEFAULT_TOOL_BYTES_BUDGET), used: AtomicU64::new(0) }),
         })
     }
 }
@@ -134,9 +170,10 @@ pub struct Executor {
     launcher: Launcher,
     limits: Limits,
     busy_poll: Duration,
-    catalog: RwLock<Arc<Catalog>>,
+    catalog: Arc<RwLock<Arc<Catalog>>>,
     catalog_version: tokio::sync::watch::Sender<u64>,
     next_program: AtomicU64,
+    tool_budget: Arc<SharedToolBudget>,
 }
 
 /// What a caller may add around each tool call of a program: a check before it (for
@@ -219,6 +256,9 @@ impl Executor {
         if let Err(e) = limits.validate() {
             return internal(started, e.to_string());
         }
+        if code.trim().is_empty() {
+            return failed(started, "SyntaxError", "the program is empty: write the body of an async function (statements, with `return` for the value) or one expression such as `async (tools) => ...`");
+        }
         let catalog = self.catalog();
         let (host_end, worker_end) = match std::os::unix::net::UnixStream::pair() {
             Ok(pair) => pair,
@@ -229,7 +269,8 @@ impl Executor {
             Err(e) => return internal(started, e.to_string()),
         };
         tracing::debug!(pid = process.pid(), "worker launched");
-        let mut session = Session::new(CallScope { catalog, caller: Arc::new(caller), hooks }, limits, self.busy_poll, cancel.child_token());
+        let scope = CallScope { catalog, current: Arc::clone(&self.catalog), caller: Arc::new(caller), hooks };
+        let mut session = Session::new(scope, limits, self.busy_poll, cancel.child_token(), Arc::clone(&self.tool_budget));
         // Serve on a runtime worker thread: that thread also polls the socket, so a
         // message wakes the session directly instead of through a second thread.
         // Dropping the serve future drops every in-flight tool call; the token tells
@@ -265,11 +306,19 @@ impl Executor {
         let (kind, worker_dropped) = match ended {
             Ended::Finished(outcome, dropped) => (from_worker(outcome, &limits), dropped),
             Ended::WallClock => (OutcomeKind::WallClockLimit { limit_ms: millis(limits.wall_clock) }, 0),
-            Ended::Cancelled => (OutcomeKind::Error { name: "Cancelled".into(), message: "the program was cancelled".into(), stack: None, line: None, column: None }, 0),
+            Ended::Cancelled => (
+                OutcomeKind::Error { name: "Cancelled".into(), message: "the program was cancelled".into(), stack: None, line: None, column: None, unhandled_rejection: false },
+                0,
+            ),
             Ended::Broken(reason) => (OutcomeKind::WorkerCrash { reason }, 0),
-            Ended::Disconnected(_) if matches!(status, Ok(ExitStatus::Code(WORKER_EXIT_CPU_LIMIT))) => (OutcomeKind::CpuLimit { limit_ms: millis(limits.cpu_step) }, 0),
-            Ended::Disconnected(_) if matches!(status, Ok(ExitStatus::Code(WORKER_EXIT_SETUP_FAILED))) => (
+            Ended::Disconnected(_) if exited_as(&status, WorkerExit::CpuLimit) => (OutcomeKind::CpuLimit { limit_ms: millis(limits.cpu_step) }, 0),
+            Ended::Disconnected(_) if exited_as(&status, WorkerExit::SetupFailed) => (
                 OutcomeKind::Internal { reason: "the worker could not set up its sandbox or engine; run `codemode sandbox-check`, and see the worker's message above".into() },
+                0,
+            ),
+            Ended::Disconnected(_) if exited_as(&status, WorkerExit::Aborted) => (OutcomeKind::MemoryLimit { limit_bytes: limits.memory_bytes }, 0),
+            Ended::Disconnected(_) if exited_as(&status, WorkerExit::Panicked) => (
+                OutcomeKind::Internal { reason: "the worker failed (a bug in codemode, not in the program) before it could report; its message is in codemode's log".into() },
                 0,
             ),
             Ended::Disconnected(detail) => (
@@ -294,9 +343,14 @@ impl Executor {
 
     /// Sandbox layers missing on this machine (empty unless the executor was built with
     /// [`SandboxPolicy::InsecureAllowWeaker`]).
-    pub fn sandbox_missing(&self) -> Vec<String> {
+    pub fn sandbox_missing(&self) -> Vec<protocol::worker::MissingLayer> {
         self.launcher.missing_layers()
     }
+}
+
+/// True when the worker exited with the code that stands for `reason`.
+fn exited_as(status: &std::io::Result<ExitStatus>, reason: WorkerExit) -> bool {
+    matches!(status, Ok(ExitStatus::Code(code)) if WorkerExit::from_code(*code) == Some(reason))
 }
 
 fn millis(d: Duration) -> u64 {
@@ -304,8 +358,20 @@ fn millis(d: Duration) -> u64 {
 }
 
 fn internal(started: Instant, reason: String) -> Outcome {
+    outcome_without_worker(started, OutcomeKind::Internal { reason })
+}
+
+/// The outcome of a program that failed before it reached a worker.
+fn failed(started: Instant, name: &str, message: &str) -> Outcome {
+    outcome_without_worker(
+        started,
+        OutcomeKind::Error { name: name.into(), message: message.into(), stack: None, line: None, column: None, unhandled_rejection: false },
+    )
+}
+
+fn outcome_without_worker(started: Instant, kind: OutcomeKind) -> Outcome {
     Outcome {
-        kind: OutcomeKind::Internal { reason },
+        kind,
         console: String::new(),
         console_dropped_bytes: 0,
         tool_calls: 0,
@@ -316,9 +382,13 @@ fn internal(started: Instant, reason: String) -> Outcome {
 
 fn from_worker(outcome: WorkerOutcome, limits: &Limits) -> OutcomeKind {
     match outcome {
-        WorkerOutcome::Returned(value) => OutcomeKind::Ok { value: value.map(|v| v.get().to_string()) },
-        WorkerOutcome::Threw(f) => OutcomeKind::Error { name: f.name, message: f.message, stack: f.stack, line: f.line, column: f.column },
-        WorkerOutcome::Unserializable(message) => OutcomeKind::Error { name: "TypeError".into(), message, stack: None, line: None, column: None },
+        WorkerOutcome::Returned(value) => OutcomeKind::Ok { value: Some(value.get().to_string()) },
+        WorkerOutcome::ReturnedUndefined => OutcomeKind::Ok { value: None },
+        WorkerOutcome::Threw(f) => {
+            OutcomeKind::Error { name: f.name, message: f.message, stack: f.stack, line: f.line, column: f.column, unhandled_rejection: f.unhandled_rejection }
+        }
+        WorkerOutcome::Unserializable(message) => OutcomeKind::Error { name: "TypeError".into(), message, stack: None, line: None, column: None, unhandled_rejection: false },
+        WorkerOutcome::Internal(reason) => OutcomeKind::Internal { reason },
         WorkerOutcome::ResultTooLarge { bytes } => OutcomeKind::ResultTooLarge { limit_bytes: limits.result_bytes, bytes },
         WorkerOutcome::MemoryLimit => OutcomeKind::MemoryLimit { limit_bytes: limits.memory_bytes },
         WorkerOutcome::CpuLimit => OutcomeKind::CpuLimit { limit_ms: millis(limits.cpu_step) },
@@ -385,12 +455,26 @@ struct Session {
     cancel: CancellationToken,
     console: ConsoleBuffer,
     tool_calls: u64,
+    shared_budget: Arc<SharedToolBudget>,
+}
+
+/// What one call holds of the shared budget, given back when the call ends (or is
+/// dropped with its program).
+struct SharedHold {
+    budget: Arc<SharedToolBudget>,
+    cost: u64,
+}
+
+impl Drop for SharedHold {
+    fn drop(&mut self) {
+        self.budget.give_back(self.cost);
+    }
 }
 
 impl Session {
-    fn new(calls: CallScope, limits: Limits, busy_poll: Duration, cancel: CancellationToken) -> Self {
+    fn new(calls: CallScope, limits: Limits, busy_poll: Duration, cancel: CancellationToken, shared_budget: Arc<SharedToolBudget>) -> Self {
         let console = ConsoleBuffer { text: String::new(), cap: limits.console_bytes, dropped: 0 };
-        Self { calls: Arc::new(calls), limits, busy_poll, cancel, console, tool_calls: 0 }
+        Self { calls: Arc::new(calls), limits, busy_poll, cancel, console, tool_calls: 0, shared_budget }
     }
 
     /// Sends the program and serves the worker until it stops (see [`Ended`]).
@@ -410,11 +494,15 @@ impl Session {
         }
         let deadline = tokio::time::sleep(self.limits.wall_clock);
         tokio::pin!(deadline);
-        let mut calls: FuturesUnordered<BoxFuture<'static, (u64, ToolAnswer)>> = FuturesUnordered::new();
+        let mut calls: FuturesUnordered<BoxFuture<'static, (u64, ToolAnswer, u64)>> = FuturesUnordered::new();
+        // The budget of tool data in flight: inputs of the calls in flight (as
+        // `json_cost` counts them) plus answers queued for the worker and not written yet.
+        let budget = self.limits.tool_bytes_in_flight;
+        let mut inputs_in_flight: u64 = 0;
         // Right after an answer, the worker's next message is usually microseconds away.
         let mut just_answered = false;
         loop {
-            let budget = if just_answered { self.busy_poll } else { Duration::ZERO };
+            let poll_budget = if just_answered { self.busy_poll } else { Duration::ZERO };
             just_answered = false;
             tokio::select! {
                 biased;
@@ -422,28 +510,57 @@ impl Session {
                 () = &mut deadline => return Ended::WallClock,
                 flushed = to_worker.flush_to_worker(), if to_worker.has_pending() => {
                     if let Err(e) = flushed {
-                        return Ended::Disconnected(format!("writing to the worker failed: {e}"));
+                        return self.drain(&mut from_worker, format!("writing to the worker failed: {e}")).await;
                     }
                 }
-                Some((call_id, answer)) = calls.next(), if !calls.is_empty() => {
+                Some((call_id, answer, cost)) = calls.next(), if !calls.is_empty() => {
+                    inputs_in_flight = inputs_in_flight.saturating_sub(cost);
+                    let answer = within_budget(answer, budget);
                     if let Err(e) = to_worker.queue_to_worker(&HostToWorker::ToolAnswer { call_id, answer }) {
-                        return Ended::Disconnected(format!("answering a tool call failed: {e}"));
+                        return self.drain(&mut from_worker, format!("answering a tool call failed: {e}")).await;
                     }
                     just_answered = calls.is_empty();
                 }
-                message = from_worker.recv_from_worker_busy_poll(budget) => match message {
+                message = from_worker.recv_from_worker_busy_poll(poll_budget) => match message {
                     Ok(WorkerToHost::ToolCall { call_id, plugin, tool, input }) => {
                         self.tool_calls += 1;
-                        if calls.len() >= self.limits.tool_calls_in_flight {
-                            let answer = ToolAnswer::Reject(format!(
-                                "too many tool calls in flight: the limit is {}; await some before starting more",
-                                self.limits.tool_calls_in_flight
-                            ));
-                            if let Err(e) = to_worker.queue_to_worker(&HostToWorker::ToolAnswer { call_id, answer }) {
-                                return Ended::Disconnected(format!("answering a tool call failed: {e}"));
-                            }
+                        let cost = json_cost(input.get());
+                        let unread = to_worker.pending_bytes() as u64;
+                        let refusal = if calls.len() >= self.limits.tool_calls_in_flight {
+                            Some(format!("too many tool calls in flight: the limit is {}; await some before starting more", self.limits.tool_calls_in_flight))
+                        } else if inputs_in_flight.saturating_add(unread).saturating_add(cost) > budget {
+                            Some(format!(
+                                "tools.{plugin}.{tool}: too much tool data in flight: {} of inputs and unread answers plus this input's {} is more than the {} a program may have in flight; await some calls before starting more, or send less",
+                                mib(inputs_in_flight + unread),
+                                mib(cost),
+                                mib(budget)
+                            ))
+                        } else if let Err(used) = self.shared_budget.take(cost) {
+                            Some(format!(
+                                "tools.{plugin}.{tool}: the host already holds {} of tool data for all running programs, and this input's {} would pass its {}; try again when calls have finished, or send less",
+                                mib(used),
+                                mib(cost),
+                                mib(self.shared_budget.limit)
+                            ))
                         } else {
-                            calls.push(serve_call(Arc::clone(&self.calls), self.cancel.child_token(), call_id, plugin, tool, input).boxed());
+                            None
+                        };
+                        match refusal {
+                            Some(why) => {
+                                drop(input);
+                                if let Err(e) = to_worker.queue_to_worker(&HostToWorker::ToolAnswer { call_id, answer: ToolAnswer::Reject(why) }) {
+                                    return self.drain(&mut from_worker, format!("answering a tool call failed: {e}")).await;
+                                }
+                            }
+                            None => {
+                                inputs_in_flight += cost;
+                                let hold = SharedHold { budget: Arc::clone(&self.shared_budget), cost };
+                                let call = serve_call(Arc::clone(&self.calls), self.cancel.child_token(), call_id, plugin, tool, input);
+                                calls.push(call.map(move |(id, answer)| {
+                                    drop(hold);
+                                    (id, answer, cost)
+                                }).boxed());
+                            }
                         }
                     }
                     Ok(WorkerToHost::Console { level, text }) => self.console.push(level, &text),
@@ -456,12 +573,80 @@ impl Session {
     }
 }
 
-/// What every tool call of one program shares: the catalog it was started with, who
-/// runs it, and the caller's hooks.
+impl Session {
+    /// The worker stopped reading (it may have finished while an answer was on its way):
+    /// reads what it still sent, which may be its outcome, before calling it gone.
+    async fn drain(&mut self, from_worker: &mut protocol::FromWorker, why: String) -> Ended {
+        let drained = tokio::time::timeout(DRAIN_TIMEOUT, async {
+            loop {
+                match from_worker.recv_from_worker().await {
+                    Ok(WorkerToHost::Finished { outcome, console_dropped_bytes }) => return Some(Ended::Finished(outcome, console_dropped_bytes)),
+                    Ok(WorkerToHost::Console { level, text }) => self.console.push(level, &text),
+                    Ok(WorkerToHost::ToolCall { .. }) => {}
+                    Err(_) => return None,
+                }
+            }
+        })
+        .await;
+        drained.ok().flatten().unwrap_or(Ended::Disconnected(why))
+    }
+}
+
+/// How long the host reads what a worker that stopped reading still sent.
+const DRAIN_TIMEOUT: Duration = Duration::from_millis(500);
+
+/// Longest rejection message a program receives (a tool's error text can be anything).
+const MAX_REJECTION_CHARS: usize = 16 * 1024;
+
+/// `answer`, or a rejection saying why it cannot be delivered: an answer larger than
+/// the whole budget of tool data, or a rejection text cut to a readable length.
+fn within_budget(answer: ToolAnswer, budget: u64) -> ToolAnswer {
+    match answer {
+        ToolAnswer::Resolve(value) if value.get().len() as u64 > budget => ToolAnswer::Reject(format!(
+            "the tool's answer is {} of JSON, more than the {} of tool data a program may have in flight; ask the tool for less (filter, page or summarise)",
+            mib(value.get().len() as u64),
+            mib(budget)
+        )),
+        ToolAnswer::Reject(text) if text.chars().count() > MAX_REJECTION_CHARS => {
+            let kept: String = text.chars().take(MAX_REJECTION_CHARS).collect();
+            let dropped = text.chars().count() - MAX_REJECTION_CHARS;
+            ToolAnswer::Reject(format!("{kept}… [cut: {dropped} more characters]"))
+        }
+        other => other,
+    }
+}
+
+/// What every tool call of one program shares: the catalog it was started with (and
+/// the executor's current one, for plugins that recover while it runs), who runs it,
+/// and the caller's hooks.
 struct CallScope {
     catalog: Arc<Catalog>,
+    current: Arc<RwLock<Arc<Catalog>>>,
     caller: Arc<Caller>,
     hooks: Option<Arc<dyn CallHooks>>,
+}
+
+impl CallScope {
+    /// The tool `plugin.tool`, trying an unavailable plugin again first; `Err` is the
+    /// rejection the program reads.
+    async fn find(&self, plugin: &str, tool: &str) -> Result<Tool, String> {
+        if let Some(t) = self.catalog.get(plugin, tool) {
+            return Ok(t.clone());
+        }
+        let Some(unavailable) = self.catalog.unavailable(plugin) else {
+            return Err(format!("unknown tool {plugin}.{tool}"));
+        };
+        if let Some(recover) = &unavailable.recover {
+            recover.recover().await;
+        }
+        let current = Arc::clone(&self.current.read().unwrap_or_else(|p| p.into_inner()));
+        match (current.get(plugin, tool), current.unavailable(plugin)) {
+            (Some(t), _) => Ok(t.clone()),
+            (None, Some(still)) => Err(format!("plugin {plugin} is unavailable: {}", still.reason)),
+            (None, None) if current.plugins().any(|(p, _)| p == plugin) => Err(format!("plugin {plugin} has no tool named {tool}")),
+            (None, None) => Err(format!("plugin {plugin} is unavailable: {}", unavailable.reason)),
+        }
+    }
 }
 
 /// Runs one tool call; resolves with the answer for the worker.
@@ -473,11 +658,15 @@ async fn serve_call(
     tool: String,
     input: Box<RawValue>,
 ) -> (u64, ToolAnswer) {
-    let CallScope { catalog, caller, hooks } = &*scope;
+    let found = scope.find(&plugin, &tool).await;
+    let CallScope { caller, hooks, .. } = &*scope;
     let caller = Arc::clone(caller);
-    let answer = match catalog.get(&plugin, &tool) {
-        None => ToolAnswer::Reject(format!("unknown tool {plugin}.{tool}")),
-        Some(t) => match serde_json::from_str::<Value>(input.get()) {
+    let parsed = serde_json::from_str::<Value>(input.get());
+    // The JSON text is not needed once parsed: it may be tens of MiB.
+    drop(input);
+    let answer = match &found {
+        Err(why) => ToolAnswer::Reject(why.clone()),
+        Ok(t) => match parsed {
             Err(e) => ToolAnswer::Reject(format!("the input of {plugin}.{tool} is not JSON: {e}")),
             Ok(input) => {
                 // Checked before anyone is asked to approve it.

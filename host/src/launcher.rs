@@ -17,6 +17,7 @@ use std::time::Duration;
 
 use nix::sys::socket::{socketpair, AddressFamily, SockFlag, SockType};
 use protocol::template::{recv_control, send_control, TemplateReply, TemplateRequest};
+use protocol::worker::{Engine, MissingLayer, SandboxMode, WorkerCommand};
 use protocol::FrameError;
 use tokio::io::unix::AsyncFd;
 use tokio::sync::Mutex;
@@ -38,12 +39,12 @@ pub enum SandboxPolicy {
 }
 
 impl SandboxPolicy {
-    /// The worker's `--sandbox` argument for this policy.
-    pub fn worker_arg(self) -> &'static str {
+    /// The worker's sandbox mode for this policy.
+    pub fn mode(self) -> SandboxMode {
         match self {
-            SandboxPolicy::Required => "required",
-            SandboxPolicy::InsecureAllowWeaker => "allow-weaker",
-            SandboxPolicy::InsecureDisabled => "disabled",
+            SandboxPolicy::Required => SandboxMode::Required,
+            SandboxPolicy::InsecureAllowWeaker => SandboxMode::AllowWeaker,
+            SandboxPolicy::InsecureDisabled => SandboxMode::Disabled,
         }
     }
 }
@@ -121,7 +122,7 @@ pub struct Launcher {
     worker: PathBuf,
     mode: LaunchMode,
     sandbox: SandboxPolicy,
-    missing_layers: std::sync::Mutex<Vec<String>>,
+    missing_layers: std::sync::Mutex<Vec<MissingLayer>>,
     cgroup: Result<PoolCgroup, String>,
 }
 
@@ -129,10 +130,8 @@ impl Launcher {
     /// Resolves `Auto` and, in template mode, starts the template.
     pub async fn new(worker: PathBuf, mode: LaunchMode, sandbox: SandboxPolicy) -> Result<Self, LaunchError> {
         let mode = match mode {
-            LaunchMode::Auto => match worker_engine(&worker)?.as_str() {
-                "quickjs" => LaunchMode::Template,
-                _ => LaunchMode::Spawn,
-            },
+            LaunchMode::Auto if worker_engine(&worker)?.can_fork() => LaunchMode::Template,
+            LaunchMode::Auto => LaunchMode::Spawn,
             other => other,
         };
         let cgroup = match sandbox {
@@ -152,7 +151,7 @@ impl Launcher {
 
 
     /// Sandbox layers the template reported missing (empty under [`SandboxPolicy::Required`]).
-    pub fn missing_layers(&self) -> Vec<String> {
+    pub fn missing_layers(&self) -> Vec<MissingLayer> {
         self.missing_layers.lock().map(|m| m.clone()).unwrap_or_default()
     }
 
@@ -192,20 +191,29 @@ impl Launcher {
 }
 
 /// Asks the worker binary which engine it was built with.
-fn worker_engine(worker: &Path) -> Result<String, LaunchError> {
-    let out = Command::new(worker).arg("info").stdin(Stdio::null()).stderr(Stdio::inherit()).output().map_err(|source| LaunchError::Exec { path: worker.into(), source })?;
-    let info: serde_json::Value = serde_json::from_slice(&out.stdout).map_err(|e| LaunchError::Template(format!("`{} info` printed no engine: {e}", worker.display())))?;
-    Ok(info["engine"].as_str().unwrap_or("unknown").to_string())
+fn worker_engine(worker: &Path) -> Result<Engine, LaunchError> {
+    #[derive(serde::Deserialize)]
+    struct Info {
+        engine: Engine,
+    }
+    let out = Command::new(worker)
+        .args(WorkerCommand::Info.to_args())
+        .stdin(Stdio::null())
+        .stderr(Stdio::inherit())
+        .output()
+        .map_err(|source| LaunchError::Exec { path: worker.into(), source })?;
+    let info: Info = serde_json::from_slice(&out.stdout).map_err(|e| LaunchError::Template(format!("`{} info` printed no engine: {e}", worker.display())))?;
+    Ok(info.engine)
 }
 
-/// A command for the worker with `fd` placed at descriptor 3 and an empty environment.
-fn worker_command(worker: &Path, fd: &OwnedFd, args: &[&str], sandbox: SandboxPolicy) -> Command {
+/// The descriptor a worker finds its channel (or control channel) at.
+const WORKER_FD: i32 = 3;
+
+/// A command for the worker with `fd` placed at descriptor [`WORKER_FD`] and an empty
+/// environment.
+fn worker_command(worker: &Path, fd: &OwnedFd, command: &WorkerCommand) -> Command {
     let mut cmd = Command::new(worker);
-    cmd.args(args)
-        .arg("--host-pid")
-        .arg(std::process::id().to_string())
-        .arg("--sandbox")
-        .arg(sandbox.worker_arg())
+    cmd.args(command.to_args())
         .env_clear()
         .stdin(Stdio::null())
         .stdout(Stdio::null())
@@ -215,12 +223,12 @@ fn worker_command(worker: &Path, fd: &OwnedFd, args: &[&str], sandbox: SandboxPo
     // dup2/fcntl, which are async-signal-safe.
     unsafe {
         cmd.pre_exec(move || {
-            if raw == 3 {
+            if raw == WORKER_FD {
                 // Already in place: just clear close-on-exec.
-                if libc::fcntl(3, libc::F_SETFD, 0) < 0 {
+                if libc::fcntl(WORKER_FD, libc::F_SETFD, 0) < 0 {
                     return Err(std::io::Error::last_os_error());
                 }
-            } else if libc::dup2(raw, 3) < 0 {
+            } else if libc::dup2(raw, WORKER_FD) < 0 {
                 return Err(std::io::Error::last_os_error());
             }
             Ok(())
@@ -230,7 +238,8 @@ fn worker_command(worker: &Path, fd: &OwnedFd, args: &[&str], sandbox: SandboxPo
 }
 
 fn spawn_worker(worker: &Path, channel: OwnedFd, sandbox: SandboxPolicy, cgroup: Option<&PoolCgroup>) -> Result<WorkerProcess, LaunchError> {
-    let child = worker_command(worker, &channel, &["run", "--channel-fd", "3"], sandbox)
+    let command = WorkerCommand::Run { channel_fd: WORKER_FD, host_pid: std::process::id() as i32, sandbox: sandbox.mode() };
+    let child = worker_command(worker, &channel, &command)
         .spawn()
         .map_err(|source| LaunchError::Exec { path: worker.into(), source })?;
     let pid = child.id() as i32;
@@ -244,7 +253,7 @@ fn spawn_worker(worker: &Path, channel: OwnedFd, sandbox: SandboxPolicy, cgroup:
 struct Template {
     process: WorkerProcess,
     control: AsyncFd<OwnedFd>,
-    missing_layers: Vec<String>,
+    missing_layers: Vec<MissingLayer>,
 }
 
 impl Template {
@@ -254,7 +263,8 @@ impl Template {
         let flags = nix::fcntl::fcntl(&ours, nix::fcntl::FcntlArg::F_GETFL).map_err(nix_os("fcntl"))?;
         nix::fcntl::fcntl(&ours, nix::fcntl::FcntlArg::F_SETFL(nix::fcntl::OFlag::from_bits_retain(flags) | nix::fcntl::OFlag::O_NONBLOCK))
             .map_err(nix_os("fcntl"))?;
-        let child = worker_command(worker, &theirs, &["template", "--control-fd", "3"], sandbox)
+        let command = WorkerCommand::Template { control_fd: WORKER_FD, host_pid: std::process::id() as i32, sandbox: sandbox.mode() };
+        let child = worker_command(worker, &theirs, &command)
             .spawn()
             .map_err(|source| LaunchError::Exec { path: worker.into(), source })?;
         drop(theirs);
@@ -266,14 +276,14 @@ impl Template {
         let control = unsafe { AsyncFd::register(ours) }.map_err(|e| LaunchError::Os { what: "registering the template channel", source: e.into() })?;
         let mut template = Self { process, control, missing_layers: Vec::new() };
         match tokio::time::timeout(TEMPLATE_READY_TIMEOUT, template.recv()).await {
-            Ok(Ok(TemplateReply::Ready { engine, missing_layers })) if engine == "quickjs" => {
+            Ok(Ok(TemplateReply::Ready { engine, missing_layers })) if engine.can_fork() => {
                 for layer in &missing_layers {
                     tracing::warn!("sandbox layer missing (running anyway, as configured): {layer}");
                 }
                 template.missing_layers = missing_layers;
                 Ok(template)
             }
-            Ok(Ok(TemplateReply::Ready { engine, .. })) => Err(LaunchError::EngineCannotFork(engine)),
+            Ok(Ok(TemplateReply::Ready { engine, .. })) => Err(LaunchError::EngineCannotFork(engine.to_string())),
             Ok(Ok(TemplateReply::Failed { reason })) => Err(LaunchError::Sandbox(reason)),
             Ok(Ok(other)) => Err(LaunchError::Template(format!("expected Ready, got {other:?}"))),
             Ok(Err(e)) => Err(LaunchError::Template(format!("it exited before it was ready ({e}); its stderr says why"))),

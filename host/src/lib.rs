@@ -36,6 +36,7 @@ pub mod plugins;
 pub mod sandbox_report;
 pub mod serve;
 pub mod signature;
+pub mod tls;
 pub mod worker_process;
 
 pub use catalog::{CallContext, Caller, Catalog, CatalogError, Content, Tool, ToolDefinition, ToolHandler, ToolResult};

@@ -8,9 +8,15 @@
 //! | `console`      | 64 KiB   | worker and host; the rest is dropped with a marker      | (output cut, outcome unchanged) |
 //! | `result`       | 4 MiB    | worker: the returned value's JSON text                  | [`OutcomeKind::ResultTooLarge`] |
 //! | `tool_calls_in_flight` | 4096 | host: further calls reject at once              | (the call rejects)     |
+//! | `tool_bytes_in_flight` | 32 MiB | worker and host: tool inputs in flight (counted by `protocol::cost::json_cost`) plus answers the worker has not read; a call that would go over rejects at once | (the call rejects) |
 //!
 //! A stuck promise (nothing in flight can settle it) needs no setting: it ends the
 //! program at once with [`OutcomeKind::Stuck`].
+//!
+//! Each limit is a [`Setting`] in one table ([`SETTINGS`]): its name in the
+//! configuration file and on the command line, its unit there, and its range. The
+//! library's [`Limits::validate`], the configuration and the command line all check
+//! against that table, and each says what was wrong in the units its user wrote.
 //!
 //! [`OutcomeKind::MemoryLimit`]: crate::OutcomeKind::MemoryLimit
 //! [`OutcomeKind::CpuLimit`]: crate::OutcomeKind::CpuLimit
@@ -42,6 +48,9 @@ pub struct Limits {
     pub result_bytes: u64,
     /// Tool calls one program may have in flight at once.
     pub tool_calls_in_flight: usize,
+    /// Tool data one program may have in flight: its calls' inputs (JSON text plus what
+    /// holding them parsed takes) and the answers its worker has not read yet.
+    pub tool_bytes_in_flight: u64,
 }
 
 impl Default for Limits {
@@ -53,22 +62,135 @@ impl Default for Limits {
             console_bytes: 64 * 1024,
             result_bytes: 4 * MIB,
             tool_calls_in_flight: 4096,
+            tool_bytes_in_flight: 32 * MIB,
         }
     }
 }
 
-/// A limit outside what the executor can honour.
+/// How a setting's value is written where people write it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Unit {
+    /// Mebibytes (the library holds bytes).
+    Mib,
+    /// Milliseconds (the library holds a `Duration`).
+    Millis,
+    /// Bytes.
+    Bytes,
+    /// A count.
+    Count,
+}
+
+/// Which limit a [`Setting`] is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Which {
+    /// [`Limits::memory_bytes`].
+    Memory,
+    /// [`Limits::cpu_step`].
+    CpuStep,
+    /// [`Limits::wall_clock`].
+    WallClock,
+    /// [`Limits::console_bytes`].
+    Console,
+    /// [`Limits::result_bytes`].
+    Result,
+    /// [`Limits::tool_calls_in_flight`].
+    ToolCalls,
+    /// [`Limits::tool_bytes_in_flight`].
+    ToolBytes,
+}
+
+/// One configurable limit.
+#[derive(Debug, Clone, Copy)]
+pub struct Setting {
+    /// Which field of [`Limits`].
+    pub which: Which,
+    /// The key in the configuration file's `[limits]` table.
+    pub key: &'static str,
+    /// The command-line flag.
+    pub flag: &'static str,
+    /// The unit of `key` and `flag`.
+    pub unit: Unit,
+    /// Smallest accepted value, in `unit`.
+    pub min: u64,
+    /// Largest accepted value, in `unit`.
+    pub max: u64,
+}
+
+/// Every limit people can set, with its names and range.
+pub const SETTINGS: [Setting; 7] = [
+    Setting { which: Which::Memory, key: "memory_mib", flag: "--memory-mib", unit: Unit::Mib, min: 16, max: 64 * 1024 },
+    Setting { which: Which::CpuStep, key: "cpu_step_ms", flag: "--cpu-step-ms", unit: Unit::Millis, min: 10, max: 24 * 3600 * 1000 },
+    Setting { which: Which::WallClock, key: "wall_clock_ms", flag: "--wall-clock-ms", unit: Unit::Millis, min: 10, max: 7 * 24 * 3600 * 1000 },
+    Setting { which: Which::Console, key: "console_bytes", flag: "--console-bytes", unit: Unit::Bytes, min: 0, max: 16 * MIB },
+    Setting { which: Which::Result, key: "result_bytes", flag: "--result-bytes", unit: Unit::Bytes, min: 16, max: 48 * MIB },
+    Setting { which: Which::ToolCalls, key: "tool_calls_in_flight", flag: "--tool-calls-in-flight", unit: Unit::Count, min: 1, max: 1 << 20 },
+    Setting { which: Which::ToolBytes, key: "tool_bytes_in_flight", flag: "--tool-bytes-in-flight", unit: Unit::Bytes, min: MIB, max: 48 * MIB },
+];
+
+impl Setting {
+    /// The setting for one field.
+    pub fn of(which: Which) -> &'static Setting {
+        SETTINGS.iter().find(|s| s.which == which).unwrap_or(&SETTINGS[0])
+    }
+
+    /// The field's value in this setting's unit.
+    pub fn get(&self, limits: &Limits) -> u64 {
+        match self.which {
+            Which::Memory => limits.memory_bytes / MIB,
+            Which::CpuStep => millis_of(limits.cpu_step),
+            Which::WallClock => millis_of(limits.wall_clock),
+            Which::Console => limits.console_bytes,
+            Which::Result => limits.result_bytes,
+            Which::ToolCalls => limits.tool_calls_in_flight as u64,
+            Which::ToolBytes => limits.tool_bytes_in_flight,
+        }
+    }
+
+    /// `limits` with this field set from `value` in this setting's unit (unchecked).
+    pub fn set(&self, limits: &mut Limits, value: u64) {
+        match self.which {
+            Which::Memory => limits.memory_bytes = value.saturating_mul(MIB),
+            Which::CpuStep => limits.cpu_step = Duration::from_millis(value),
+            Which::WallClock => limits.wall_clock = Duration::from_millis(value),
+            Which::Console => limits.console_bytes = value,
+            Which::Result => limits.result_bytes = value,
+            Which::ToolCalls => limits.tool_calls_in_flight = usize::try_from(value).unwrap_or(usize::MAX),
+            Which::ToolBytes => limits.tool_bytes_in_flight = value,
+        }
+    }
+
+    /// Checks a value written in this setting's unit; the error names it as `written`
+    /// (the flag or the key) in the same unit.
+    pub fn check(&self, value: u64, written: LimitSource) -> Result<(), LimitError> {
+        if (self.min..=self.max).contains(&value) {
+            return Ok(());
+        }
+        let name = match written {
+            LimitSource::CommandLine => format!("{} {value}", self.flag),
+            LimitSource::ConfigFile => format!("[limits] {} = {value}", self.key),
+        };
+        Err(LimitError { setting: name, range: format!("must be between {} and {}", self.min, self.max) })
+    }
+}
+
+/// Where a limit's value was written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LimitSource {
+    /// A command-line flag.
+    CommandLine,
+    /// The configuration file's `[limits]` table.
+    ConfigFile,
+}
+
+/// A limit outside what the executor can honour, named as its user wrote it.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
-#[error("limit {name} = {value} is out of range: it must be between {min} and {max}")]
+#[error("{setting}: {range}")]
 pub struct LimitError {
-    /// The limit's name.
-    pub name: &'static str,
-    /// The value given.
-    pub value: String,
-    /// Smallest accepted value.
-    pub min: String,
-    /// Largest accepted value.
-    pub max: String,
+    /// The setting and its value (`--memory-mib 0`, `[limits] memory_mib = 0`,
+    /// `memory_bytes = 1024`).
+    pub setting: String,
+    /// What it must be.
+    pub range: String,
 }
 
 impl Limits {
@@ -97,21 +219,34 @@ impl Limits {
         self.result_bytes = bytes;
         self
     }
+    /// Sets the budget of tool data in flight.
+    pub fn with_tool_bytes_in_flight(mut self, bytes: u64) -> Self {
+        self.tool_bytes_in_flight = bytes;
+        self
+    }
 
-    /// Checks every limit against what the executor can honour.
+    /// Checks every limit against what the executor can honour ([`SETTINGS`]); the
+    /// error names the field of this struct with its value in readable units.
     pub fn validate(&self) -> Result<(), LimitError> {
-        fn range<T: PartialOrd + std::fmt::Debug>(name: &'static str, v: T, min: T, max: T) -> Result<(), LimitError> {
-            if v < min || v > max {
-                return Err(LimitError { name, value: format!("{v:?}"), min: format!("{min:?}"), max: format!("{max:?}") });
+        for setting in &SETTINGS {
+            let scale = if setting.unit == Unit::Mib { MIB } else { 1 };
+            let (field, value) = match setting.which {
+                Which::Memory => ("memory_bytes", self.memory_bytes),
+                Which::CpuStep => ("cpu_step", millis_of(self.cpu_step)),
+                Which::WallClock => ("wall_clock", millis_of(self.wall_clock)),
+                _ => (setting.key, setting.get(self)),
+            };
+            let (min, max) = (setting.min.saturating_mul(scale), setting.max.saturating_mul(scale));
+            if (min..=max).contains(&value) {
+                continue;
             }
-            Ok(())
+            let show = |v: u64| match setting.unit {
+                Unit::Mib | Unit::Bytes => human_bytes(v),
+                Unit::Millis => human_duration(Duration::from_millis(v)),
+                Unit::Count => v.to_string(),
+            };
+            return Err(LimitError { setting: format!("{field} = {}", show(value)), range: format!("must be between {} and {}", show(min), show(max)) });
         }
-        range("memory_bytes", self.memory_bytes, 16 * MIB, 64 * 1024 * MIB)?;
-        range("cpu_step", self.cpu_step, Duration::from_millis(10), Duration::from_secs(24 * 3600))?;
-        range("wall_clock", self.wall_clock, Duration::from_millis(10), Duration::from_secs(7 * 24 * 3600))?;
-        range("console_bytes", self.console_bytes, 0, 16 * MIB)?;
-        range("result_bytes", self.result_bytes, 16, 48 * MIB)?;
-        range("tool_calls_in_flight", self.tool_calls_in_flight, 1, 1 << 20)?;
         Ok(())
     }
 
@@ -119,12 +254,17 @@ impl Limits {
     pub fn worker_limits(&self) -> protocol::WorkerLimits {
         protocol::WorkerLimits {
             memory_bytes: self.memory_bytes,
-            cpu_step_ms: u64::try_from(self.cpu_step.as_millis()).unwrap_or(u64::MAX),
+            cpu_step_ms: millis_of(self.cpu_step),
             console_bytes: self.console_bytes,
             result_bytes: self.result_bytes,
-            wall_clock_ms: u64::try_from(self.wall_clock.as_millis()).unwrap_or(u64::MAX),
+            wall_clock_ms: millis_of(self.wall_clock),
+            tool_bytes_in_flight: self.tool_bytes_in_flight,
         }
     }
+}
+
+fn millis_of(d: Duration) -> u64 {
+    u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
 }
 
 mod millis {
@@ -139,9 +279,13 @@ mod millis {
     }
 }
 
-/// Formats a byte count the way people read it (`256 MiB`, `64 KiB`, `17 bytes`).
+/// Formats a byte count the way people read it (`256 MiB`, `64 KiB`, `17 bytes`,
+/// `64 GiB`).
 pub fn human_bytes(bytes: u64) -> String {
-    if bytes >= MIB && bytes.is_multiple_of(MIB) {
+    const GIB: u64 = 1024 * MIB;
+    if bytes >= GIB && bytes.is_multiple_of(GIB) {
+        format!("{} GiB", bytes / GIB)
+    } else if bytes >= MIB && bytes.is_multiple_of(MIB) {
         format!("{} MiB", bytes / MIB)
     } else if bytes >= 1024 && bytes.is_multiple_of(1024) {
         format!("{} KiB", bytes / 1024)
@@ -153,7 +297,9 @@ pub fn human_bytes(bytes: u64) -> String {
 /// Formats a duration the way people read it (`10 s`, `15 min`, `250 ms`).
 pub fn human_duration(d: Duration) -> String {
     let ms = d.as_millis();
-    if ms >= 60_000 && ms.is_multiple_of(60_000) {
+    if ms >= 3_600_000 && ms.is_multiple_of(3_600_000) {
+        format!("{} h", ms / 3_600_000)
+    } else if ms >= 60_000 && ms.is_multiple_of(60_000) {
         format!("{} min", ms / 60_000)
     } else if ms >= 1000 && ms.is_multiple_of(1000) {
         format!("{} s", ms / 1000)
@@ -173,13 +319,37 @@ mod tests {
         assert_eq!(l.cpu_step, Duration::from_secs(10));
         assert_eq!(l.wall_clock, Duration::from_secs(900));
         assert_eq!(l.console_bytes, 65536);
+        assert_eq!(l.tool_bytes_in_flight, 32 * MIB);
         assert_eq!(l.validate(), Ok(()));
     }
 
     #[test]
-    fn out_of_range_limits_say_which_and_why() {
+    fn out_of_range_limits_say_which_and_why_in_readable_units() {
         let err = Limits::default().with_memory_bytes(1024).validate().unwrap_err();
-        assert_eq!(err.to_string(), "limit memory_bytes = 1024 is out of range: it must be between 16777216 and 68719476736");
+        assert_eq!(err.to_string(), "memory_bytes = 1 KiB: must be between 16 MiB and 64 GiB");
+        let err = Limits::default().with_cpu_step(Duration::from_millis(5)).validate().unwrap_err();
+        assert_eq!(err.to_string(), "cpu_step = 5 ms: must be between 10 ms and 24 h");
+        let err = Limits::default().with_tool_bytes_in_flight(100 * MIB).validate().unwrap_err();
+        assert_eq!(err.to_string(), "tool_bytes_in_flight = 100 MiB: must be between 1 MiB and 48 MiB");
+    }
+
+    #[test]
+    fn settings_speak_the_units_their_user_wrote() {
+        let memory = Setting::of(Which::Memory);
+        assert_eq!(memory.check(0, LimitSource::CommandLine).unwrap_err().to_string(), "--memory-mib 0: must be between 16 and 65536");
+        assert_eq!(memory.check(0, LimitSource::ConfigFile).unwrap_err().to_string(), "[limits] memory_mib = 0: must be between 16 and 65536");
+        assert!(memory.check(64, LimitSource::CommandLine).is_ok());
+        let mut limits = Limits::default();
+        for setting in &SETTINGS {
+            setting.set(&mut limits, setting.min);
+            assert_eq!(setting.get(&limits), setting.min, "{}", setting.key);
+        }
+        assert_eq!(limits.validate(), Ok(()));
+        for setting in &SETTINGS {
+            let mut limits = Limits::default();
+            setting.set(&mut limits, setting.max + 1);
+            assert!(limits.validate().is_err(), "{} above its maximum passed", setting.key);
+        }
     }
 
     #[test]
@@ -187,6 +357,7 @@ mod tests {
         assert_eq!(human_bytes(256 * MIB), "256 MiB");
         assert_eq!(human_bytes(65536), "64 KiB");
         assert_eq!(human_bytes(17), "17 bytes");
+        assert_eq!(human_bytes(64 * 1024 * MIB), "64 GiB");
         assert_eq!(human_duration(Duration::from_secs(900)), "15 min");
         assert_eq!(human_duration(Duration::from_secs(10)), "10 s");
         assert_eq!(human_duration(Duration::from_millis(250)), "250 ms");

@@ -3,7 +3,8 @@
 //! `codemode run FILE|-` runs one program and prints what an agent would read;
 //! `--json` prints the structured outcome instead. Exit codes: 0 ok, 1 the program
 //! failed (threw, stuck, unserialisable result), 3 a limit stopped it, 4 the worker
-//! crashed or the host could not run it, 2 bad command-line usage.
+//! crashed or the host could not run it, 2 a usage or configuration mistake (a bad
+//! flag, a limit out of range, a missing or empty program, an invalid configuration).
 //!
 //! `codemode mcp` serves MCP on standard input and output; `codemode serve --listen
 //! ADDR` on streamable HTTP. Both read the same configuration file as `run`.
@@ -16,7 +17,8 @@ use anyhow::Context;
 use clap::{Args, Parser, Subcommand};
 use codemode::examples::example_catalog;
 
-use codemode::config::{Config, LimitsConfig};
+use codemode::config::{Config, ConfigError, LimitsConfig};
+use codemode::limits::{LimitError, LimitSource};
 use codemode::plugins::mcp::McpPlugin;
 use codemode::plugins::process::ProcessPlugin;
 use codemode::plugins::PluginHost;
@@ -70,6 +72,17 @@ enum Command {
         /// is set, every request needs `Authorization: Bearer <token>`.
         #[arg(long, default_value = "CODEMODE_TOKEN")]
         token_env: String,
+        /// Serve HTTPS with this certificate chain (PEM); needs --tls-key. Overrides
+        /// `[server] tls_cert`.
+        #[arg(long, requires = "tls_key")]
+        tls_cert: Option<PathBuf>,
+        /// The certificate's private key (PEM).
+        #[arg(long, requires = "tls_cert")]
+        tls_key: Option<PathBuf>,
+        /// A browser origin allowed to call the server (repeatable), on top of
+        /// `[server] allowed_origins`; a loopback server always allows the loopback origins.
+        #[arg(long = "allow-origin", value_name = "ORIGIN")]
+        allow_origins: Vec<String>,
     },
     /// Print each sandbox layer, whether it is active on this machine, and why not.
     SandboxCheck {
@@ -151,6 +164,15 @@ struct RunArgs {
     /// Console output kept, in bytes.
     #[arg(long, value_name = "BYTES")]
     console_bytes: Option<u64>,
+    /// Largest returned value, as JSON text, in bytes.
+    #[arg(long, value_name = "BYTES")]
+    result_bytes: Option<u64>,
+    /// Tool calls in flight at once.
+    #[arg(long, value_name = "N")]
+    tool_calls_in_flight: Option<u64>,
+    /// Tool data in flight (inputs and unread answers), in bytes.
+    #[arg(long, value_name = "BYTES")]
+    tool_bytes_in_flight: Option<u64>,
     /// Run even if some sandbox layers cannot be applied on this machine. Every outcome
     /// then names the missing layers. Never use this where programs are untrusted.
     #[arg(long)]
@@ -158,16 +180,36 @@ struct RunArgs {
 }
 
 impl RunArgs {
-    /// The command line's limit overrides, applied over `limits`.
-    fn limits(&self, limits: Limits) -> Limits {
+    /// The command line's limit overrides, applied over `limits`; a value out of range
+    /// is a usage mistake named as it was typed (`--memory-mib 0: must be between ...`).
+    fn limits(&self, limits: Limits) -> Result<Limits, LimitError> {
         let overrides = LimitsConfig {
             memory_mib: self.memory_mib,
             cpu_step_ms: self.cpu_step_ms,
             wall_clock_ms: self.wall_clock_ms,
             console_bytes: self.console_bytes,
-            result_bytes: None,
+            result_bytes: self.result_bytes,
+            tool_calls_in_flight: self.tool_calls_in_flight,
+            tool_bytes_in_flight: self.tool_bytes_in_flight,
         };
-        overrides.apply(limits)
+        overrides.apply(limits, LimitSource::CommandLine)
+    }
+}
+
+/// A mistake in how codemode was called (exit code 2), as opposed to a failure while
+/// it ran (exit code 4).
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+struct UsageError(String);
+
+/// The exit code for an error that ended a command: 2 for usage and configuration
+/// mistakes, 4 for everything else.
+fn exit_code_of(error: &anyhow::Error) -> i32 {
+    let usage = error.chain().any(|cause| cause.is::<UsageError>() || cause.is::<ConfigError>() || cause.is::<LimitError>());
+    if usage {
+        2
+    } else {
+        4
     }
 }
 
@@ -191,7 +233,7 @@ fn plugin_host(config: &Config, example_tools: bool, worker: &std::path::Path, s
 /// TypeScript declarations.
 async fn list_tools(config: Option<PathBuf>, example_tools: bool, typescript: bool) -> anyhow::Result<i32> {
     let config = load_config(config.as_deref())?;
-    let (catalog, problems) = plugin_host(&config, example_tools, &codemode::default_worker_path(), SandboxPolicy::Required).catalog().await;
+    let (catalog, problems) = Arc::new(plugin_host(&config, example_tools, &codemode::default_worker_path(), SandboxPolicy::Required)).catalog().await;
     for p in problems.iter().filter(|_| typescript) {
         eprintln!("codemode: plugin {} is unavailable: {}", p.plugin, p.reason);
     }
@@ -225,19 +267,24 @@ fn exit_code(kind: &OutcomeKind) -> i32 {
 }
 
 async fn run(args: RunArgs) -> anyhow::Result<i32> {
-    let code = if args.file == "-" {
+    let (code, source) = if args.file == "-" {
         let mut s = String::new();
-        std::io::stdin().read_to_string(&mut s).context("reading the program from standard input")?;
-        s
+        std::io::stdin().read_to_string(&mut s).map_err(|e| UsageError(format!("cannot read the program from standard input: {e}")))?;
+        (s, "standard input".to_string())
     } else {
-        std::fs::read_to_string(&args.file).with_context(|| format!("reading the program {}", args.file))?
+        let text = std::fs::read_to_string(&args.file).map_err(|e| UsageError(format!("cannot read the program {}: {e}", args.file)))?;
+        (text, args.file.clone())
     };
+    if code.trim().is_empty() {
+        return Err(UsageError(format!("the program ({source}) is empty: give a file (or - for standard input) holding the body of an async function or one expression")).into());
+    }
     let config = load_config(args.config.as_deref())?;
+    let limits = args.limits(config.limits())?;
     let sandbox = if args.insecure_allow_weaker_sandbox { SandboxPolicy::InsecureAllowWeaker } else { SandboxPolicy::Required };
     let worker = args.worker.clone().unwrap_or_else(codemode::default_worker_path);
     let plugins = Arc::new(plugin_host(&config, args.example_tools, &worker, sandbox));
     let (catalog, _problems) = plugins.catalog().await;
-    let mut builder = Executor::builder().launch_mode(args.launch).limits(args.limits(config.limits())).catalog(catalog).sandbox(sandbox);
+    let mut builder = Executor::builder().launch_mode(args.launch).limits(limits).catalog(catalog).sandbox(sandbox);
     if let Some(w) = &args.worker {
         builder = builder.worker_path(w);
     }
@@ -252,8 +299,17 @@ async fn run(args: RunArgs) -> anyhow::Result<i32> {
     Ok(exit_code(&outcome.kind))
 }
 
-/// `codemode mcp` (stdio) and `codemode serve` (HTTP, when `http` names where).
-async fn serve(args: ServeArgs, http: Option<(std::net::SocketAddr, bool, String)>) -> anyhow::Result<i32> {
+/// Where and how `codemode serve` listens.
+struct Listen {
+    addr: std::net::SocketAddr,
+    allow_remote: bool,
+    token_env: String,
+    tls: Option<(PathBuf, PathBuf)>,
+    allow_origins: Vec<String>,
+}
+
+/// `codemode mcp` (stdio) and `codemode serve` (HTTP, when `http` says where).
+async fn serve(args: ServeArgs, http: Option<Listen>) -> anyhow::Result<i32> {
     let mut config = load_config(args.config.as_deref())?;
     match args.mode.as_deref() {
         Some("tools") => config.server.mode = codemode::config::ServerMode::Tools,
@@ -278,12 +334,25 @@ async fn serve(args: ServeArgs, http: Option<(std::net::SocketAddr, bool, String
             let running = server.serve(rmcp::transport::stdio()).await.context("starting the MCP server on standard input and output")?;
             running.waiting().await.context("serving MCP")?;
         }
-        Some((listen, allow_remote, token_env)) => {
-            let token = std::env::var(&token_env).ok().filter(|t| !t.is_empty());
-            codemode::serve::http::check_exposure(listen, allow_remote, token.as_deref())?;
-            let listener = tokio::net::TcpListener::bind(listen).await.with_context(|| format!("listening on {listen}"))?;
-            eprintln!("codemode: serving MCP on http://{}/mcp{}", listener.local_addr()?, if token.is_some() { " (bearer token required)" } else { "" });
-            codemode::serve::http::serve(listener, server, token).await.context("serving MCP over HTTP")?;
+        Some(listen) => {
+            let token = std::env::var(&listen.token_env).ok().filter(|t| !t.is_empty());
+            codemode::serve::http::check_exposure(listen.addr, listen.allow_remote, token.as_deref()).map_err(|e| UsageError(e.to_string()))?;
+            let tls_files = listen.tls.or_else(|| config.server.tls_cert.clone().zip(config.server.tls_key.clone()));
+            let tls = match &tls_files {
+                Some((cert, key)) => Some(codemode::serve::http::tls_config(cert, key).map_err(|e| UsageError(e.to_string()))?),
+                None => None,
+            };
+            let options = codemode::serve::http::HttpOptions {
+                token: token.clone(),
+                allowed_origins: config.server.allowed_origins.iter().cloned().chain(listen.allow_origins).collect(),
+                max_sessions: config.server.max_sessions,
+                session_idle: std::time::Duration::from_millis(config.server.session_idle_ms),
+                tls,
+            };
+            let listener = tokio::net::TcpListener::bind(listen.addr).await.with_context(|| format!("listening on {}", listen.addr))?;
+            let scheme = if options.tls.is_some() { "https" } else { "http" };
+            eprintln!("codemode: serving MCP on {scheme}://{}/mcp{}", listener.local_addr()?, if token.is_some() { " (bearer token required)" } else { "" });
+            codemode::serve::http::serve(listener, server, options).await.context("serving MCP over HTTP")?;
         }
     }
     drop(plugins);
@@ -306,8 +375,11 @@ fn print_result(text: &str) -> anyhow::Result<()> {
 
 fn main() {
     let cli = Cli::parse();
+    codemode::tls::ensure_provider();
+    use std::io::IsTerminal;
     tracing_subscriber::fmt()
         .with_writer(std::io::stderr)
+        .with_ansi(std::io::stderr().is_terminal())
         .with_env_filter(tracing_subscriber::EnvFilter::try_new(&cli.log).unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")))
         .init();
     let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
@@ -322,7 +394,9 @@ fn main() {
             Command::Run(args) => run(args).await,
             Command::Tools { config, example_tools, typescript } => list_tools(config, example_tools, typescript).await,
             Command::Mcp(args) => serve(args, None).await,
-            Command::Serve { common, listen, allow_remote, token_env } => serve(common, Some((listen, allow_remote, token_env))).await,
+            Command::Serve { common, listen, allow_remote, token_env, tls_cert, tls_key, allow_origins } => {
+                serve(common, Some(Listen { addr: listen, allow_remote, token_env, tls: tls_cert.zip(tls_key), allow_origins })).await
+            }
             Command::Rules { config } => Config::load(&config).map_err(anyhow::Error::from).and_then(|c| Ok(c.rules_text()?)).and_then(|text| {
                 print_result(&text)?;
                 Ok(0)
@@ -338,7 +412,7 @@ fn main() {
         Ok(code) => std::process::exit(code),
         Err(e) => {
             eprintln!("codemode: {e:#}");
-            std::process::exit(4);
+            std::process::exit(exit_code_of(&e));
         }
     }
 }

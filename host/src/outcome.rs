@@ -32,6 +32,10 @@ pub enum OutcomeKind {
         line: Option<u32>,
         /// Column in the program, 1-based.
         column: Option<u32>,
+        /// True when the program's code did not throw this: a promise it left behind
+        /// rejected and nothing handled the rejection.
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        unhandled_rejection: bool,
     },
     /// The JavaScript heap reached the memory limit.
     MemoryLimit {
@@ -112,7 +116,7 @@ pub struct Outcome {
     /// Sandbox layers that were not active for this program (only ever non-empty when
     /// the executor was told to accept a weaker sandbox).
     #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub sandbox_missing: Vec<String>,
+    pub sandbox_missing: Vec<protocol::worker::MissingLayer>,
 }
 
 fn micros<S: serde::Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
@@ -137,8 +141,12 @@ impl Outcome {
     pub fn failure_text(&self) -> Option<String> {
         Some(match &self.kind {
             OutcomeKind::Ok { .. } => return None,
-            OutcomeKind::Error { name, message, stack, line, column } => {
-                let mut text = String::from("Error: the program threw ");
+            OutcomeKind::Error { name, message, stack, line, column, unhandled_rejection } => {
+                let mut text = String::from(if *unhandled_rejection {
+                    "Error: a promise the program did not handle rejected with "
+                } else {
+                    "Error: the program threw "
+                });
                 if name.is_empty() {
                     text.push_str(&format!("a value: {message}"));
                 } else {
@@ -214,7 +222,10 @@ impl Outcome {
 
     /// The warning an agent reads when the program ran with sandbox layers missing.
     pub fn sandbox_warning(&self) -> Option<String> {
-        (!self.sandbox_missing.is_empty()).then(|| format!("[warning: this program ran with a weaker sandbox; missing layers: {}]", self.sandbox_missing.join("; ")))
+        (!self.sandbox_missing.is_empty()).then(|| {
+            let layers: Vec<String> = self.sandbox_missing.iter().map(ToString::to_string).collect();
+            format!("[warning: this program ran with a weaker sandbox; missing layers: {}]", layers.join("; "))
+        })
     }
 }
 
@@ -251,8 +262,11 @@ mod tests {
             stack: Some("TypeError: x is not a function\n    at program.js:2:3".into()),
             line: Some(2),
             column: Some(3),
+            unhandled_rejection: false,
         };
         assert_eq!(outcome(kind, "", 0).agent_text(), "Error: the program threw TypeError: x is not a function (line 2, column 3)\n    at program.js:2:3");
+        let kind = OutcomeKind::Error { name: "Error".into(), message: "left".into(), stack: None, line: Some(1), column: Some(16), unhandled_rejection: true };
+        assert_eq!(outcome(kind, "", 0).agent_text(), "Error: a promise the program did not handle rejected with Error: left (line 1, column 16)");
     }
 
     #[test]

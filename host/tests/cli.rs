@@ -12,7 +12,8 @@ fn codemode(args: &[&str], stdin: &str) -> (i32, String, String) {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    child.stdin.take().unwrap().write_all(stdin.as_bytes()).unwrap();
+    // A codemode that exits before reading (a usage mistake) closes the pipe early.
+    let _ = child.stdin.take().unwrap().write_all(stdin.as_bytes());
     let out = child.wait_with_output().unwrap();
     (out.status.code().unwrap_or(-1), String::from_utf8_lossy(&out.stdout).into_owned(), String::from_utf8_lossy(&out.stderr).into_owned())
 }
@@ -33,8 +34,35 @@ fn run_reads_a_file() {
     std::fs::remove_file(&path).unwrap();
     assert_eq!((code, out.as_str()), (0, "from a file\n"));
     let (code, _, err) = codemode(&["run", "/nonexistent/program.js"], "");
-    assert_eq!(code, 4);
-    assert!(err.contains("reading the program /nonexistent/program.js"), "{err}");
+    assert_eq!(code, 2, "a missing program is a usage mistake");
+    assert!(err.contains("cannot read the program /nonexistent/program.js: No such file"), "{err}");
+}
+
+#[test]
+fn usage_mistakes_exit_2_with_what_was_wrong_in_the_users_units() {
+    let (code, _, err) = codemode(&["run", "--memory-mib", "0", "-"], "return 1");
+    assert_eq!((code, err.trim()), (2, "codemode: --memory-mib 0: must be between 16 and 65536"));
+    let (code, _, err) = codemode(&["run", "--cpu-step-ms", "5", "-"], "return 1");
+    assert_eq!((code, err.trim()), (2, "codemode: --cpu-step-ms 5: must be between 10 and 86400000"));
+    let (code, out, err) = codemode(&["run", "-"], "  \n\t\n");
+    assert_eq!((code, out.as_str()), (2, ""));
+    assert!(err.contains("the program (standard input) is empty"), "{err}");
+    let (code, _, err) = codemode(&["run", "--no-such-flag", "-"], "1");
+    assert_eq!(code, 2, "{err}");
+}
+
+#[test]
+fn null_is_null_and_logs_carry_no_colour_codes_off_a_terminal() {
+    let (code, out, _) = codemode(&["run", "--json", "-"], "return null");
+    assert_eq!(code, 0);
+    let outcome: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(outcome["value"], "null", "{out}");
+    let (code, out, _) = codemode(&["run", "-"], "return null");
+    assert_eq!((code, out.as_str()), (0, "null\n"));
+    // A warning logged while stderr is a pipe: plain text.
+    let (_, _, err) = codemode(&["--log", "debug", "run", "-"], "return 1");
+    assert!(!err.is_empty(), "debug logging wrote nothing");
+    assert!(!err.contains('\u{1b}'), "colour codes off a terminal: {err:?}");
 }
 
 #[test]
@@ -111,6 +139,13 @@ fn a_bad_configuration_is_named() {
     let path = std::env::temp_dir().join(format!("codemode-bad-{}.toml", std::process::id()));
     std::fs::write(&path, "[[plugin]]\nname = \"x\"\nkind = \"process\"\n").unwrap();
     let (code, _, err) = codemode(&["run", "--config", path.to_str().unwrap(), "-"], "1");
-    assert_eq!(code, 4);
+    assert_eq!(code, 2);
     assert!(err.contains("plugin \"x\": a process plugin needs `command`"), "{err}");
+    // A missing rules file is the same error for every command, and names the file.
+    std::fs::write(&path, "[[plugin]]\nname = \"x\"\nkind = \"process\"\ncommand = \"true\"\nrules = [\"nowhere.md\"]\n").unwrap();
+    for command in [&["run", "--config", path.to_str().unwrap(), "-"][..], &["tools", "--config", path.to_str().unwrap()], &["rules", "--config", path.to_str().unwrap()], &["mcp", "--config", path.to_str().unwrap()]] {
+        let (code, _, err) = codemode(command, "1");
+        assert_eq!(code, 2, "{command:?}: {err}");
+        assert!(err.contains("plugin \"x\": the rules file ") && err.contains("nowhere.md cannot be read"), "{command:?}: {err}");
+    }
 }

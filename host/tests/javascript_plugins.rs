@@ -287,7 +287,7 @@ async fn simple_form_mistakes_are_refused_at_load() {
 #[tokio::test]
 async fn a_mistyped_approval_entry_is_reported() {
     let approvals = std::collections::HashMap::from([("js".to_string(), vec!["text".to_string(), "txet".to_string()])]);
-    let host = PluginHost::new(Catalog::new(), vec![javascript("js", &test_plugin(&[]), Duration::from_secs(10), 64, 500)]).with_approvals(approvals);
+    let host = Arc::new(PluginHost::new(Catalog::new(), vec![javascript("js", &test_plugin(&[]), Duration::from_secs(10), 64, 500)]).with_approvals(approvals));
     let (catalog, problems) = host.catalog().await;
     assert!(catalog.get("js", "text").unwrap().definition.requires_approval);
     assert!(!catalog.get("js", "echo").unwrap().definition.requires_approval);

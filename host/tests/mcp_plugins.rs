@@ -54,6 +54,21 @@ async fn an_mcp_servers_tools_answer_programs() {
 }
 
 #[tokio::test]
+async fn a_server_started_as_a_command_gets_only_path_and_its_own_env() {
+    // Secrets the host holds must not reach a plugin that was not given them.
+    std::env::set_var("CODEMODE_TOKEN", "a-secret-token");
+    std::env::set_var("AWS_SECRET_ACCESS_KEY", "a-cloud-credential");
+    let s = python_server(Duration::from_secs(10)).await;
+    let v = ok_value(&s.executor.run("return JSON.parse(await tools.test_mcp.env())").await);
+    let names: Vec<&str> = v.as_array().unwrap().iter().filter_map(|n| n.as_str()).collect();
+    assert!(names.contains(&"PATH") && names.contains(&"CANCEL_LOG"), "{names:?}");
+    // (python3 may add its own, such as LC_CTYPE, or a version manager's shim variables.)
+    for leaked in ["CODEMODE_TOKEN", "AWS_SECRET_ACCESS_KEY", "HOME", "CARGO_MANIFEST_DIR"] {
+        assert!(!names.contains(&leaked), "the MCP server received the host's {leaked}: {names:?}");
+    }
+}
+
+#[tokio::test]
 async fn a_call_that_times_out_is_cancelled_at_the_server() {
     let s = python_server(Duration::from_millis(300)).await;
     let v = ok_value(&s.executor.run("try { await tools.test_mcp.sleep({ ms: 5000 }) } catch (e) { return e.message }").await);

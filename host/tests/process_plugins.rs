@@ -178,11 +178,79 @@ async fn a_hundred_concurrent_calls() {
 #[tokio::test]
 async fn a_plugin_that_cannot_start_is_reported_not_fatal() {
     let config = ProcessConfig { name: "missing".into(), command: "/nonexistent/plugin".into(), args: vec![], env: vec![], cwd: None, call_timeout: Duration::from_secs(1), net: None };
-    let host = PluginHost::new(Catalog::new(), vec![ProcessPlugin::new(config)]);
+    let host = Arc::new(PluginHost::new(Catalog::new(), vec![ProcessPlugin::new(config)]));
     let (catalog, problems) = host.catalog().await;
     assert_eq!(catalog.plugins().count(), 0);
     assert_eq!(problems.len(), 1);
     assert!(problems[0].reason.starts_with("plugin missing could not be started: /nonexistent/plugin:"), "{:?}", problems[0]);
+    assert!(catalog.unavailable("missing").is_some());
+}
+
+/// A plugin whose first start fails (its database is not ready) tells the agent why,
+/// with the last lines of its stderr, and comes back on a later call and in the
+/// background once it can start.
+#[tokio::test]
+async fn a_plugin_that_fails_its_first_start_is_retried_on_calls_and_in_the_background() {
+    let dir = std::env::temp_dir().join(format!("codemode-flaky-{}-{}", std::process::id(), rand_suffix()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let ready = dir.join("database-ready");
+    let script = dir.join("flaky.sh");
+    std::fs::write(
+        &script,
+        format!("#!/bin/sh\nif [ ! -f '{}' ]; then echo 'connecting to the database...' >&2; echo 'error: the database is not ready' >&2; exit 3; fi\nexec python3 '{}'\n", ready.display(), plugin_script().display()),
+    )
+    .unwrap();
+    std::fs::set_permissions(&script, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let config = ProcessConfig { name: "flaky".into(), command: script.clone(), args: vec![], env: vec![], cwd: None, call_timeout: Duration::from_secs(10), net: None };
+    let host = Arc::new(PluginHost::new(Catalog::new(), vec![ProcessPlugin::new(config)]));
+    let (catalog, problems) = host.catalog().await;
+    assert_eq!(problems.len(), 1);
+    let executor = Arc::new(Executor::builder().launch_mode(LaunchMode::Template).catalog(catalog).build().await.unwrap());
+    host.keep_current(Arc::clone(&executor));
+
+    // The agent reads why, with what the plugin said on stderr.
+    let why = value(&executor, "try { await tools.flaky.echo({ value: 1 }); return 'reached' } catch (e) { return e.message }").await;
+    let why = why.as_str().unwrap().to_string();
+    assert!(why.starts_with("plugin flaky is unavailable: plugin flaky failed: it exited\n"), "{why}");
+    assert!(why.ends_with("its last lines on stderr:\n  | connecting to the database...\n  | error: the database is not ready"), "{why}");
+
+    // Once it can start, the next call (after its backoff) finds it again.
+    std::fs::write(&ready, "").unwrap();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let answer = loop {
+        let v = value(&executor, "try { return await tools.flaky.echo({ value: 7 }) } catch (e) { return 'unavailable' }").await;
+        if v != json!("unavailable") || Instant::now() > deadline {
+            break v;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    assert_eq!(answer, json!("{\"value\":7}"));
+    assert!(executor.catalog().get("flaky", "echo").is_some(), "the executor's catalog holds the recovered plugin");
+}
+
+#[tokio::test]
+async fn an_unavailable_plugin_comes_back_in_the_background_without_any_call() {
+    let dir = std::env::temp_dir().join(format!("codemode-flaky-bg-{}-{}", std::process::id(), rand_suffix()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let ready = dir.join("ready");
+    let script = dir.join("flaky.sh");
+    std::fs::write(&script, format!("#!/bin/sh\n[ -f '{}' ] || exit 1\nexec python3 '{}'\n", ready.display(), plugin_script().display())).unwrap();
+    std::fs::set_permissions(&script, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let config = ProcessConfig { name: "later".into(), command: script, args: vec![], env: vec![], cwd: None, call_timeout: Duration::from_secs(10), net: None };
+    let host = Arc::new(PluginHost::new(Catalog::new(), vec![ProcessPlugin::new(config)]));
+    let (catalog, _) = host.catalog().await;
+    let executor = Arc::new(Executor::builder().launch_mode(LaunchMode::Template).catalog(catalog).build().await.unwrap());
+    let mut changes = executor.watch_catalog();
+    host.keep_current(Arc::clone(&executor));
+    std::fs::write(&ready, "").unwrap();
+    // Waits for the catalog to change (the background retry), not for a fixed time.
+    tokio::time::timeout(Duration::from_secs(30), async {
+        while executor.catalog().get("later", "echo").is_none() {
+            changes.changed().await.unwrap();
+        }
+    })
+    .await
+    .expect("the background retry brought the plugin back");
 }
 
 #[tokio::test]

@@ -106,7 +106,7 @@ async fn a_disabled_sandbox_is_named_in_every_outcome() {
         .unwrap();
     let outcome = ex.run("return 1").await;
     assert_eq!(outcome.kind, OutcomeKind::Ok { value: Some("1".into()) });
-    assert!(outcome.sandbox_missing.iter().any(|l| l.starts_with("Seccomp")), "{:?}", outcome.sandbox_missing);
+    assert!(outcome.sandbox_missing.iter().any(|l| l.layer == protocol::worker::Layer::Seccomp), "{:?}", outcome.sandbox_missing);
     assert!(outcome.agent_text().contains("[warning: this program ran with a weaker sandbox; missing layers:"), "{}", outcome.agent_text());
 }
 

@@ -13,7 +13,7 @@
 
 use std::io::{self, Write};
 use std::marker::PhantomData;
-use std::os::fd::{AsFd, OwnedFd};
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::os::unix::net::UnixStream as StdUnixStream;
 
 use serde::de::DeserializeOwned;
@@ -139,6 +139,14 @@ impl<T: DeserializeOwned> FrameReceiver<T> {
         }
         let message = frame::decode(&available[HEADER_BYTES..HEADER_BYTES + len]);
         self.start += HEADER_BYTES + len;
+        if self.start == self.buf.len() {
+            // Everything read was used: start over, and give back what a large frame grew.
+            self.buf.clear();
+            self.start = 0;
+            if self.buf.capacity() > 4 * READ_CHUNK_BYTES {
+                self.buf = Vec::with_capacity(READ_CHUNK_BYTES);
+            }
+        }
         message.map(Some)
     }
 
@@ -188,6 +196,11 @@ impl<T: Serialize> FrameSender<T> {
     /// True while queued bytes wait for socket space.
     pub fn has_pending(&self) -> bool {
         !self.pending.is_empty()
+    }
+
+    /// Bytes queued and not yet written.
+    pub fn pending_bytes(&self) -> usize {
+        self.pending.len()
     }
 
     /// Waits until everything queued is written.
@@ -293,6 +306,12 @@ impl ToWorker {
         self.0.has_pending()
     }
 
+    /// Bytes of queued messages the worker has not read yet (not even into its
+    /// socket buffer).
+    pub fn pending_bytes(&self) -> usize {
+        self.0.pending_bytes()
+    }
+
     /// Waits until every queued message is written.
     pub async fn flush_to_worker(&mut self) -> Result<(), FrameError> {
         self.0.flush().await
@@ -318,6 +337,12 @@ impl WorkerChannel {
     /// Wraps the worker's end of a socket pair.
     pub fn new(fd: OwnedFd, max_frame: u32) -> Self {
         Self { stream: StdUnixStream::from(fd), max_frame }
+    }
+
+    /// The channel's descriptor (for a last report from a panic hook).
+    pub fn raw_fd(&self) -> std::os::fd::RawFd {
+        use std::os::fd::AsRawFd;
+        self.stream.as_raw_fd()
     }
 
     /// Blocks until the host's next message (used before the event loop runs).
@@ -357,6 +382,28 @@ fn readable_now(stream: &StdUnixStream) -> io::Result<bool> {
         Err(nix::errno::Errno::EINTR) => Ok(false),
         Err(e) => Err(io::Error::from_raw_os_error(e as i32)),
     }
+}
+
+/// Writes all of `buf` to `fd`, waiting with poll(2) whenever a non-blocking socket is
+/// full. Uses only `write(2)` and `poll(2)`: a worker's panic hook reports through it.
+pub fn write_all_blocking(fd: BorrowedFd<'_>, mut buf: &[u8]) -> io::Result<()> {
+    use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
+    while !buf.is_empty() {
+        match nix::unistd::write(fd, buf) {
+            Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
+            Ok(n) => buf = &buf[n..],
+            Err(nix::errno::Errno::EINTR) => {}
+            Err(nix::errno::Errno::EAGAIN) => {
+                let mut fds = [PollFd::new(fd, PollFlags::POLLOUT)];
+                match poll(&mut fds, PollTimeout::NONE) {
+                    Ok(_) | Err(nix::errno::Errno::EINTR) => {}
+                    Err(e) => return Err(e.into()),
+                }
+            }
+            Err(e) => return Err(e.into()),
+        }
+    }
+    Ok(())
 }
 
 /// `write_all` that waits with poll(2) when a non-blocking socket is full.

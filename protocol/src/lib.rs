@@ -2,6 +2,7 @@
 //!
 //! Every byte that crosses the process boundary goes through this crate:
 //!
+//! - [`cost`] counts what JSON text costs the host once parsed (for byte budgets);
 //! - [`frame`] cuts a byte stream into length-prefixed frames and refuses oversized,
 //!   truncated or undecodable ones before it allocates for them.
 //! - [`message`] defines the typed messages of both directions: the host starts a
@@ -13,16 +14,19 @@
 //!   the plugin runtime alike.
 //! - [`template`] is the small control channel between the host and the pristine
 //!   template process that forks one worker per program.
+//! - [`worker`] is how a worker process ends (its exit codes).
 //!
 //! Frames carry JSON (serde_json): the messages are small, debuggable with any tool,
 //! and tool inputs and results are JSON already, so they pass through as
 //! [`serde_json::value::RawValue`] without being parsed twice.
 
 pub mod channel;
+pub mod cost;
 pub mod frame;
 pub mod manifest;
 pub mod message;
 pub mod template;
+pub mod worker;
 
 pub use channel::WorkerChannel;
 #[cfg(feature = "tokio")]

@@ -93,6 +93,15 @@ pub struct WorkerLimits {
     /// backstop from it).
     #[serde(default)]
     pub wall_clock_ms: u64,
+    /// Tool data the program may have in flight, as [`crate::cost::json_cost`] counts
+    /// it: the worker refuses a call whose input would go over it before sending
+    /// anything, and the host enforces the same budget on its side.
+    #[serde(default = "default_tool_bytes_in_flight")]
+    pub tool_bytes_in_flight: u64,
+}
+
+fn default_tool_bytes_in_flight() -> u64 {
+    32 * 1024 * 1024
 }
 
 /// One plugin's tools as the program sees them.
@@ -102,6 +111,10 @@ pub struct PluginTools {
     pub plugin: String,
     /// Its tools' names (`tools.<plugin>.<tool>`).
     pub tools: Vec<String>,
+    /// Set when the plugin could not be started: why. Its calls still go to the host,
+    /// which tries the plugin again (it may have recovered) or rejects them with this.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unavailable: Option<String>,
 }
 
 /// What a tool call resolves or rejects with in JavaScript.
@@ -132,9 +145,12 @@ pub enum ConsoleLevel {
 #[derive(Debug, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum WorkerOutcome {
-    /// The program returned; `None` when it returned `undefined`.
-    Returned(Option<Box<RawValue>>),
-    /// The program threw, or did not compile.
+    /// The program returned this value (JSON text; `null` too).
+    Returned(Box<RawValue>),
+    /// The program returned `undefined` (or nothing).
+    ReturnedUndefined,
+    /// The program threw, did not compile, or left a promise rejected that nothing
+    /// handled ([`JsFailure::unhandled_rejection`]).
     Threw(JsFailure),
     /// The returned value cannot be written as JSON (a cycle, a BigInt, a function).
     Unserializable(String),
@@ -149,6 +165,9 @@ pub enum WorkerOutcome {
     CpuLimit,
     /// The program waits for a promise that nothing can settle: no tool call is in flight.
     Stuck,
+    /// The worker itself failed (a bug in codemode, not in the program): it caught its
+    /// own panic and reports it instead of dying silently.
+    Internal(String),
 }
 
 /// A JavaScript exception, as the program's author needs to see it.
@@ -164,6 +183,10 @@ pub struct JsFailure {
     pub line: Option<u32>,
     /// Column in the program (1-based), when known.
     pub column: Option<u32>,
+    /// True when no code of the program threw this: a promise it created rejected and
+    /// nothing handled the rejection.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub unhandled_rejection: bool,
 }
 
 #[cfg(test)]
@@ -192,9 +215,11 @@ mod tests {
     #[test]
     fn every_outcome_round_trips() {
         let outcomes = vec![
-            WorkerOutcome::Returned(Some(raw("[1,2]"))),
-            WorkerOutcome::Returned(None),
-            WorkerOutcome::Threw(JsFailure { name: "TypeError".into(), message: "x".into(), stack: Some("at y".into()), line: Some(2), column: Some(5) }),
+            WorkerOutcome::Returned(raw("[1,2]")),
+            WorkerOutcome::Returned(raw("null")),
+            WorkerOutcome::ReturnedUndefined,
+            WorkerOutcome::Threw(JsFailure { name: "TypeError".into(), message: "x".into(), stack: Some("at y".into()), line: Some(2), column: Some(5), unhandled_rejection: false }),
+            WorkerOutcome::Internal("a bug".into()),
             WorkerOutcome::Unserializable("cycle".into()),
             WorkerOutcome::ResultTooLarge { bytes: 9 },
             WorkerOutcome::MemoryLimit,
@@ -218,8 +243,8 @@ mod tests {
     fn start_and_answers_round_trip() {
         let start = HostToWorker::Start(StartProgram {
             code: "return 1".into(),
-            limits: WorkerLimits { memory_bytes: 1, cpu_step_ms: 2, console_bytes: 3, result_bytes: 4, wall_clock_ms: 5 },
-            catalog: vec![PluginTools { plugin: "math".into(), tools: vec!["add".into()] }],
+            limits: WorkerLimits { memory_bytes: 1, cpu_step_ms: 2, console_bytes: 3, result_bytes: 4, wall_clock_ms: 5, tool_bytes_in_flight: 6 },
+            catalog: vec![PluginTools { plugin: "math".into(), tools: vec!["add".into()], unavailable: None }],
             busy_poll_us: 50,
         });
         let buf = encode(&start).unwrap();
@@ -229,6 +254,15 @@ mod tests {
         for answer in [ToolAnswer::Resolve(raw("\"ok\"")), ToolAnswer::Reject("boom".into())] {
             let buf = encode(&HostToWorker::ToolAnswer { call_id: 1, answer }).unwrap();
             assert!(matches!(read_frame::<_, HostToWorker>(&mut &buf[..], MAX_FRAME_BYTES).unwrap(), HostToWorker::ToolAnswer { call_id: 1, .. }));
+        }
+    }
+
+    #[test]
+    fn a_returned_null_stays_null() {
+        let buf = encode(&WorkerToHost::Finished { outcome: WorkerOutcome::Returned(raw("null")), console_dropped_bytes: 0 }).unwrap();
+        match read_frame::<_, WorkerToHost>(&mut &buf[..], MAX_FRAME_BYTES).unwrap() {
+            WorkerToHost::Finished { outcome: WorkerOutcome::Returned(value), .. } => assert_eq!(value.get(), "null"),
+            other => panic!("unexpected {other:?}"),
         }
     }
 

@@ -14,6 +14,7 @@ use nix::sys::socket::{recvmsg, sendmsg, ControlMessage, ControlMessageOwned, Ms
 use serde::{de::DeserializeOwned, Deserialize, Serialize};
 
 use crate::frame::FrameError;
+use crate::worker::{Engine, MissingLayer};
 
 /// Largest control message, in bytes.
 pub const MAX_CONTROL_BYTES: usize = 4096;
@@ -32,12 +33,12 @@ pub enum TemplateRequest {
 pub enum TemplateReply {
     /// Sent once, when the engine is initialised and the template accepts requests.
     Ready {
-        /// The engine the template was built with ("quickjs" or "v8").
-        engine: String,
+        /// The engine the template was built with.
+        engine: Engine,
         /// Sandbox layers that are not active, each with the reason (empty unless the
         /// host allowed a weaker sandbox).
         #[serde(default)]
-        missing_layers: Vec<String>,
+        missing_layers: Vec<MissingLayer>,
     },
     /// The template could not set itself up (for example, a sandbox layer failed) and exits.
     Failed {

@@ -8,13 +8,13 @@
 use deno_core::{v8, JsRuntime, RuntimeOptions};
 use protocol::JsFailure;
 
-use crate::ops::{codemode, Driver};
+use crate::ops::{codemode, Describer, Driver};
 
 #[cfg(not(any(feature = "quickjs", feature = "v8")))]
 compile_error!("enable one engine feature: `quickjs` (default) or `v8`");
 
 /// The engine this worker was built with.
-pub const ENGINE_NAME: &str = if cfg!(feature = "v8") { "v8" } else { "quickjs" };
+pub const ENGINE: protocol::worker::Engine = if cfg!(feature = "v8") { protocol::worker::Engine::V8 } else { protocol::worker::Engine::QuickJs };
 
 /// True when the engine compiles JavaScript to machine code at run time (V8's JIT),
 /// which needs executable memory; QuickJS is an interpreter and gets none.
@@ -26,7 +26,25 @@ pub const PROGRAM_NAME: &str = "program.js";
 /// The engine's JavaScript stack, in KiB (V8's flag; QuickJS honours it too).
 const STACK_FLAG: &str = "--stack-size=4096";
 
-const BOOTSTRAP_JS: &str = include_str!("js/bootstrap.js");
+/// The program runtime's JavaScript: the part both runtimes share and the program's
+/// own, inside one function of deno_core's primordials (so none of it is a global).
+/// `common.js` and `bootstrap.js` say what each does.
+const PROGRAM_RUNTIME_JS: &str = concat!(
+    "(function (primordials) {\n\"use strict\";\n",
+    include_str!("js/common.js"),
+    "\n",
+    include_str!("js/bootstrap.js"),
+    "\n})(globalThis.__bootstrap.primordials);\n"
+);
+
+/// The plugin runtime's JavaScript, built the same way around `plugin.js`.
+pub const PLUGIN_RUNTIME_JS: &str = concat!(
+    "(function (primordials) {\n\"use strict\";\n",
+    include_str!("js/common.js"),
+    "\n",
+    include_str!("js/plugin.js"),
+    "\n})(globalThis.__bootstrap.primordials);\n"
+);
 
 /// Why the engine could not be prepared.
 #[derive(Debug, thiserror::Error)]
@@ -52,6 +70,30 @@ pub enum ProgramForm {
 pub struct Engine {
     /// The deno_core runtime.
     pub runtime: JsRuntime,
+}
+
+/// Why a program did not become a function of `tools`.
+#[derive(Debug)]
+pub enum CompileError {
+    /// It does not parse, or its top-level code threw (a program may close its wrapper
+    /// and run code outside it).
+    Threw(JsFailure),
+    /// Its top-level code made a native allocation fail.
+    OutOfMemory,
+    /// The engine stopped it (a limit); the limit decides the outcome.
+    Terminated,
+}
+
+/// What running a script left behind.
+enum Evaluated {
+    /// Its completion value.
+    Value(v8::Global<v8::Value>),
+    /// It does not compile: the SyntaxError.
+    Invalid(v8::Global<v8::Value>),
+    /// It threw while running.
+    Threw(v8::Global<v8::Value>),
+    /// The engine terminated it.
+    Terminated,
 }
 
 /// The two ways a program's text is wrapped, each a function of `tools` whose first
@@ -86,47 +128,123 @@ impl Engine {
     pub fn new(heap_limit_bytes: Option<u64>) -> Result<Self, EngineError> {
         let mut runtime = new_runtime(vec![codemode::init()], None, heap_limit_bytes)?;
         runtime
-            .execute_script("codemode:bootstrap", BOOTSTRAP_JS)
+            .execute_script("codemode:bootstrap", PROGRAM_RUNTIME_JS)
             .map_err(|e| EngineError::Bootstrap(e.to_string()))?;
-        if !runtime.op_state().borrow().has::<Driver>() {
-            return Err(EngineError::Bootstrap("the bootstrap did not register its driver".into()));
+        let state = runtime.op_state();
+        let state = state.borrow();
+        if !state.has::<Driver>() || !state.has::<Describer>() {
+            return Err(EngineError::Bootstrap("the bootstrap did not register its driver and describer".into()));
         }
+        drop(state);
         Ok(Self { runtime })
     }
 
     /// Compiles a program into a function of `tools`, trying the expression form first.
     ///
     /// A syntax error is reported for the body form, with the program's own line and
-    /// column numbers.
-    pub fn compile(&mut self, code: &str) -> Result<(v8::Global<v8::Value>, ProgramForm), JsFailure> {
+    /// column numbers. Whatever the program's text runs while it is compiled is
+    /// described by the bootstrap's describer, never by deno_core's conversion.
+    pub fn compile(&mut self, code: &str) -> Result<(v8::Global<v8::Value>, ProgramForm), CompileError> {
         if !starts_with_statement(code) {
-            let (source, _) = wrap(code, ProgramForm::Expression);
-            if let Some(function) = self.evaluate_quietly(&source) {
-                return Ok((function, ProgramForm::Expression));
+            let (source, prefix) = wrap(code, ProgramForm::Expression);
+            match self.evaluate(&source) {
+                Evaluated::Value(function) => return self.expect_function(function, ProgramForm::Expression),
+                Evaluated::Invalid(_) => {}
+                Evaluated::Threw(exception) => return Err(self.describe(&exception, prefix)),
+                Evaluated::Terminated => return Err(CompileError::Terminated),
             }
         }
         let (source, prefix) = wrap(code, ProgramForm::Body);
-        match self.runtime.execute_script(PROGRAM_NAME, source) {
-            Ok(function) => Ok((function, ProgramForm::Body)),
-            Err(error) => Err(failure_from_js_error(&error, prefix)),
+        match self.evaluate(&source) {
+            Evaluated::Value(function) => self.expect_function(function, ProgramForm::Body),
+            Evaluated::Invalid(exception) | Evaluated::Threw(exception) => Err(self.describe(&exception, prefix)),
+            Evaluated::Terminated => Err(CompileError::Terminated),
+        }
+    }
+
+    /// The wrapper's value must be the program's function; text that closes the
+    /// wrapper can leave something else.
+    fn expect_function(&mut self, value: v8::Global<v8::Value>, form: ProgramForm) -> Result<(v8::Global<v8::Value>, ProgramForm), CompileError> {
+        deno_core::scope!(scope, &mut self.runtime);
+        if v8::Local::new(scope, &value).is_function() {
+            return Ok((value, form));
+        }
+        Err(CompileError::Threw(JsFailure {
+            name: "SyntaxError".into(),
+            message: "the program must be the body of an async function, or one expression; its text closes the function it is placed in".into(),
+            stack: None,
+            line: None,
+            column: None,
+            unhandled_rejection: false,
+        }))
+    }
+
+    /// Compiles and runs a script under a TryCatch, keeping what it threw as a value.
+    fn evaluate(&mut self, source: &str) -> Evaluated {
+        deno_core::scope!(scope, &mut self.runtime);
+        let (Some(source), Some(name)) = (v8::String::new(scope, source), v8::String::new(scope, PROGRAM_NAME)) else {
+            return Evaluated::Terminated;
+        };
+        let origin = v8::ScriptOrigin::new(scope, name.into(), 0, 0, false, 0, None, false, false, false, None);
+        v8::tc_scope!(let tc, scope);
+        let Some(script) = v8::Script::compile(tc, source, Some(&origin)) else {
+            return match tc.exception() {
+                Some(e) if !tc.has_terminated() => Evaluated::Invalid(v8::Global::new(tc, e)),
+                _ => Evaluated::Terminated,
+            };
+        };
+        match script.run(tc) {
+            Some(value) => Evaluated::Value(v8::Global::new(tc, value)),
+            None => match tc.exception() {
+                Some(e) if !tc.has_terminated() => Evaluated::Threw(v8::Global::new(tc, e)),
+                _ => Evaluated::Terminated,
+            },
+        }
+    }
+
+    /// Describes a thrown value with the bootstrap's describer (`describeThrown`).
+    pub fn describe(&mut self, exception: &v8::Global<v8::Value>, line1_prefix: usize) -> CompileError {
+        let Some(describer) = self.runtime.op_state().borrow().try_borrow::<Describer>().map(|d| d.0.clone()) else {
+            return CompileError::Terminated;
+        };
+        deno_core::scope!(scope, &mut self.runtime);
+        let function = v8::Local::new(scope, &describer);
+        let value = v8::Local::new(scope, exception);
+        let prefix = v8::Integer::new(scope, i32::try_from(line1_prefix).unwrap_or(0));
+        let undefined = v8::undefined(scope).into();
+        v8::tc_scope!(let tc, scope);
+        let Some(text) = function.call(tc, undefined, &[value, prefix.into()]) else {
+            return CompileError::Terminated;
+        };
+        let text = text.to_rust_string_lossy(tc);
+        match serde_json::from_str::<Described>(&text) {
+            Ok(d) if d.internal || (d.name == "InternalError" && d.message == "out of memory") => CompileError::OutOfMemory,
+            Ok(d) => CompileError::Threw(JsFailure { name: d.name, message: d.message, stack: d.stack, line: d.line, column: d.column, unhandled_rejection: false }),
+            Err(e) => CompileError::Threw(JsFailure {
+                name: "Error".into(),
+                message: format!("the program threw something its description could not carry: {e}"),
+                stack: None,
+                line: None,
+                column: None,
+                unhandled_rejection: false,
+            }),
         }
     }
 }
 
-impl Engine {
-    /// Compiles and runs a wrapper script; `None` if it throws, without building the
-    /// detailed error (the expression form is a guess that often fails, and
-    /// deno_core's error conversion costs more than the compile).
-    fn evaluate_quietly(&mut self, source: &str) -> Option<v8::Global<v8::Value>> {
-        deno_core::scope!(scope, &mut self.runtime);
-        let source = v8::String::new(scope, source)?;
-        let name = v8::String::new(scope, PROGRAM_NAME)?;
-        let origin = v8::ScriptOrigin::new(scope, name.into(), 0, 0, false, 0, None, false, false, false, None);
-        v8::tc_scope!(let tc, scope);
-        let script = v8::Script::compile(tc, source, Some(&origin))?;
-        let value = script.run(tc)?;
-        Some(v8::Global::new(tc, value))
-    }
+/// What the bootstrap's describer returns.
+#[derive(serde::Deserialize)]
+struct Described {
+    name: String,
+    message: String,
+    #[serde(default)]
+    stack: Option<String>,
+    #[serde(default)]
+    line: Option<u32>,
+    #[serde(default)]
+    column: Option<u32>,
+    #[serde(default)]
+    internal: bool,
 }
 
 /// True when the program's first token is a keyword that can only start a statement,
@@ -181,6 +299,7 @@ pub fn failure_from_js_error(error: &deno_core::error::JsError, line1_prefix: us
         stack: error.stack.as_deref().map(|s| fix_line1_columns(&without_internal_frames(s), line1_prefix)),
         line,
         column,
+        unhandled_rejection: false,
     }
 }
 

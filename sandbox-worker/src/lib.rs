@@ -30,16 +30,9 @@ pub mod template;
 use std::ffi::{c_char, c_int, CString};
 use std::os::fd::{AsRawFd, OwnedFd};
 
-use sandbox::{rlimits, seccomp::SPAWNED_CLONE_FLAGS, Environment, Strictness};
+use protocol::worker::WorkerExit;
+use sandbox::{rlimits, seccomp::SPAWNED_CLONE_FLAGS, Environment, SandboxOptions};
 
-/// Exit code when the host went away (nothing is left to report to).
-pub const EXIT_HOST_GONE: i32 = 70;
-/// Exit code when the worker could not set itself up (its sandbox or its engine).
-pub const EXIT_SETUP_FAILED: i32 = 71;
-/// Exit code when the step watchdog had to end a program that ignored termination
-/// (blocked outside JavaScript); the host reports it as the CPU limit.
-/// Must match `codemode::executor::WORKER_EXIT_CPU_LIMIT`.
-pub const EXIT_CPU_LIMIT: i32 = 72;
 
 /// Memory the spawn path allows for the engine itself on top of the program's limit
 /// (the engine is created after the sandbox hides /proc, so it cannot be measured).
@@ -52,10 +45,87 @@ pub fn exit_now(code: i32) -> ! {
     unsafe { libc::_exit(code) }
 }
 
+/// Ends the process with the exit code the host reads as `reason`.
+pub fn exit_as(reason: WorkerExit) -> ! {
+    exit_now(reason.code())
+}
+
 /// Reports a setup failure on stderr (while it is open) and exits: the worker fails closed.
 pub fn fail(message: &str) -> ! {
     eprintln!("sandbox-worker: {message}");
-    exit_now(EXIT_SETUP_FAILED)
+    exit_as(WorkerExit::SetupFailed)
+}
+
+/// Makes a panic anywhere in this process (the engine, deno_core, the watchdog) end
+/// it with a report instead of a silent death: the hook writes an
+/// [`protocol::WorkerOutcome::Internal`] outcome on `channel` (one `write(2)` loop,
+/// which the worker's seccomp table allows), or the message on standard error when
+/// there is no channel, and exits before any unwinding (whose system calls the filter
+/// may not allow) starts.
+pub fn report_panics(channel: Option<std::os::fd::RawFd>) {
+    std::panic::set_hook(Box::new(move |info| {
+        let what = info
+            .payload()
+            .downcast_ref::<&str>()
+            .map(|s| s.to_string())
+            .or_else(|| info.payload().downcast_ref::<String>().cloned())
+            .unwrap_or_else(|| "a panic without a message".to_string());
+        let at = info.location().map(|l| format!(" at {}:{}", l.file(), l.line())).unwrap_or_default();
+        let text = format!("the worker failed: {what}{at} (a bug in codemode, not in the program)");
+        match channel {
+            Some(fd) => {
+                let outcome = protocol::WorkerOutcome::Internal(text);
+                if let Ok(frame) = protocol::frame::encode(&protocol::WorkerToHost::Finished { outcome, console_dropped_bytes: 0 }) {
+                    // SAFETY: the channel descriptor stays open for the process's life;
+                    // the borrow ends before the process does.
+                    let fd = unsafe { std::os::fd::BorrowedFd::borrow_raw(fd) };
+                    let _ = protocol::channel::write_all_blocking(fd, &frame);
+                }
+            }
+            None => {
+                use std::io::Write;
+                let _ = writeln!(std::io::stderr(), "sandbox-worker: {text}");
+            }
+        }
+        exit_as(WorkerExit::Panicked)
+    }));
+}
+
+/// The channel and the pre-encoded report for [`report_aborts`]'s signal handler.
+static ABORT_CHANNEL: std::sync::atomic::AtomicI32 = std::sync::atomic::AtomicI32::new(-1);
+static ABORT_REPORT: std::sync::OnceLock<Vec<u8>> = std::sync::OnceLock::new();
+
+/// Makes an abort (what Rust and the engine do when an allocation is refused at the
+/// memory backstop, `RLIMIT_DATA`) end the program as the memory limit: a `SIGABRT`
+/// handler writes a [`protocol::WorkerOutcome::MemoryLimit`] outcome, encoded now so
+/// the handler allocates nothing, on `channel`, and exits. Without it, `abort()` would go
+/// on to system calls the worker's seccomp filter does not allow, and the worker would
+/// die of SIGSYS with nothing said.
+pub fn report_aborts(channel: std::os::fd::RawFd) {
+    extern "C" fn on_abort(_signal: c_int) {
+        let fd = ABORT_CHANNEL.load(std::sync::atomic::Ordering::Acquire);
+        if let (true, Some(report)) = (fd >= 0, ABORT_REPORT.get()) {
+            let mut sent = 0;
+            while sent < report.len() {
+                // SAFETY: write(2) is async-signal-safe; the buffer lives for the process.
+                let n = unsafe { libc::write(fd, report[sent..].as_ptr().cast(), report.len() - sent) };
+                if n <= 0 {
+                    break;
+                }
+                sent += n as usize;
+            }
+        }
+        exit_as(WorkerExit::Aborted)
+    }
+    let report = protocol::frame::encode(&protocol::WorkerToHost::Finished { outcome: protocol::WorkerOutcome::MemoryLimit, console_dropped_bytes: 0 }).unwrap_or_default();
+    let _ = ABORT_REPORT.set(report);
+    ABORT_CHANNEL.store(channel, std::sync::atomic::Ordering::Release);
+    let handler = on_abort as extern "C" fn(c_int) as libc::sighandler_t;
+    // SAFETY: installs a handler that only calls write(2) and _exit(2), both
+    // async-signal-safe, on data that never changes after this point.
+    unsafe {
+        libc::signal(libc::SIGABRT, handler);
+    }
 }
 
 /// Asks for SIGKILL when the host dies, then checks that the host is still this
@@ -67,7 +137,7 @@ pub fn die_with_host(host_pid: i32) {
         fail("cannot set the parent-death signal");
     }
     if nix::unistd::getppid().as_raw() != host_pid {
-        exit_now(EXIT_HOST_GONE);
+        exit_as(WorkerExit::HostGone);
     }
 }
 
@@ -85,7 +155,7 @@ pub(crate) fn fork_and_mirror() {
             // SAFETY: waits for our own child, writing its status into a local.
             while unsafe { libc::waitpid(pid as libc::pid_t, &mut status, 0) } < 0 {
                 if std::io::Error::last_os_error().raw_os_error() != Some(libc::EINTR) {
-                    exit_now(EXIT_SETUP_FAILED);
+                    exit_as(WorkerExit::SetupFailed);
                 }
             }
             if libc::WIFSIGNALED(status) {
@@ -104,11 +174,11 @@ pub(crate) fn fork_and_mirror() {
 }
 
 /// The spawn path: this process was started for one program, with its channel.
-pub fn run_spawned(channel: OwnedFd, host_pid: i32, strictness: Strictness) -> ! {
+pub fn run_spawned(channel: OwnedFd, host_pid: i32, options: &SandboxOptions) -> ! {
     die_with_host(host_pid);
     let base = memory::current_data_bytes().unwrap_or_else(|e| fail(&format!("cannot measure memory: {e}"))) + SPAWNED_ENGINE_ALLOWANCE;
     let fd = channel.as_raw_fd();
-    let policy = sandbox::enter_template(&[fd], strictness, engine::ENGINE_GENERATES_CODE, Environment::EngineSwitchesOnly).unwrap_or_else(|e| fail(&e.to_string()));
+    let policy = sandbox::enter_template(&[fd], options, engine::ENGINE_GENERATES_CODE, Environment::EngineSwitchesOnly).unwrap_or_else(|e| fail(&e.to_string()));
     fork_and_mirror();
     if let Err(e) = sandbox::enter_worker(&policy, &[fd], fd) {
         fail(&e.to_string());
@@ -117,7 +187,7 @@ pub fn run_spawned(channel: OwnedFd, host_pid: i32, strictness: Strictness) -> !
     let start = match channel.recv_from_host_blocking() {
         Ok(protocol::HostToWorker::Start(start)) => start,
         Ok(_) => fail("the first message must start a program"),
-        Err(_) => exit_now(EXIT_HOST_GONE),
+        Err(_) => exit_as(WorkerExit::HostGone),
     };
     let mut engine = engine::Engine::new(Some(start.limits.memory_bytes)).unwrap_or_else(|e| fail(&e.to_string()));
     program::run(&mut engine, channel, start, base, &policy)
@@ -133,9 +203,10 @@ type PayloadEntry = unsafe extern "C" fn(c_int, *const *const c_char) -> c_int;
 /// through exactly the worker's setup and lock (namespaces, empty root, Landlock, no
 /// capabilities, resource limits, the worker's seccomp table). Its exit code is this
 /// process's; it keeps standard output and error (descriptors 1 and 2) to report.
-pub fn exec_payload(path: &str, args: &[String], host_pid: i32, strictness: Strictness) -> ! {
+pub fn exec_payload(path: &std::path::Path, args: &[String], host_pid: i32, options: &SandboxOptions) -> ! {
     die_with_host(host_pid);
-    let c_path = CString::new(path).unwrap_or_else(|_| fail("the payload path contains a NUL byte"));
+    let path = path.display().to_string();
+    let c_path = CString::new(path.as_str()).unwrap_or_else(|_| fail("the payload path contains a NUL byte"));
     // SAFETY: dlopen with a valid C string; the library's constructors run now, before
     // the sandbox, which is the documented contract for payloads.
     let handle = unsafe { libc::dlopen(c_path.as_ptr(), libc::RTLD_NOW | libc::RTLD_LOCAL) };
@@ -151,11 +222,11 @@ pub fn exec_payload(path: &str, args: &[String], host_pid: i32, strictness: Stri
     }
     // SAFETY: the payload contract says the symbol has this signature.
     let entry: PayloadEntry = unsafe { std::mem::transmute::<*mut libc::c_void, PayloadEntry>(symbol) };
-    let c_args: Vec<CString> = std::iter::once(path.to_string()).chain(args.iter().cloned()).map(|a| CString::new(a).unwrap_or_default()).collect();
+    let c_args: Vec<CString> = std::iter::once(path.clone()).chain(args.iter().cloned()).map(|a| CString::new(a).unwrap_or_default()).collect();
     let mut argv: Vec<*const c_char> = c_args.iter().map(|a| a.as_ptr()).collect();
     argv.push(std::ptr::null());
 
-    let policy = sandbox::enter_template(&[1, 2], strictness, false, Environment::Empty).unwrap_or_else(|e| fail(&e.to_string()));
+    let policy = sandbox::enter_template(&[1, 2], options, false, Environment::Empty).unwrap_or_else(|e| fail(&e.to_string()));
     fork_and_mirror();
     if let Err(e) = sandbox::enter_worker(&policy, &[1, 2], -1) {
         fail(&e.to_string());
@@ -169,7 +240,8 @@ pub fn exec_payload(path: &str, args: &[String], host_pid: i32, strictness: Stri
     exit_now(code)
 }
 
-/// What this machine can apply, as JSON on standard output (for `codemode sandbox-check`).
+/// What this machine can apply: a [`protocol::worker::ProbeReport`] as JSON on
+/// standard output (for `codemode sandbox-check`).
 pub fn probe() -> ! {
     let release = nix::sys::utsname::uname().map(|u| u.release().to_string_lossy().into_owned()).unwrap_or_default();
     // SAFETY: landlock_create_ruleset(NULL, 0, VERSION) only returns the ABI version.
@@ -183,27 +255,36 @@ pub fn probe() -> ! {
     } else {
         "none"
     };
-    // Try every layer in a throwaway child and collect what is missing.
+    /// What the throwaway child reports back.
+    #[derive(serde::Serialize, serde::Deserialize, Default)]
+    struct Tried {
+        missing: Vec<protocol::worker::MissingLayer>,
+        outside_uid: Option<u32>,
+    }
+    // Try every layer in a throwaway child, exactly as a worker does, and collect what
+    // is missing.
     let (read_end, write_end) = nix::unistd::pipe().unwrap_or_else(|e| fail(&format!("pipe: {e}")));
     // SAFETY: fork in a single-threaded process; the child only sets up and exits.
     match unsafe { nix::unistd::fork() } {
         Ok(nix::unistd::ForkResult::Child) => {
             drop(read_end);
             let fd = write_end.as_raw_fd();
-            let missing = match sandbox::enter_template(&[fd], Strictness::AllowWeaker, engine::ENGINE_GENERATES_CODE, Environment::Empty) {
+            let options = SandboxOptions::new(protocol::worker::SandboxMode::AllowWeaker);
+            let tried = match sandbox::enter_template(&[fd], &options, engine::ENGINE_GENERATES_CODE, Environment::Empty) {
                 Ok(policy) => {
-                    let mut missing = policy.missing.0.clone();
+                    let mut missing = policy.missing.clone();
                     if let Err(e) = sandbox::enter_worker(&policy, &[fd], -1) {
-                        missing.push((e.layer, e.reason));
+                        missing.push(protocol::worker::MissingLayer { layer: e.layer, reason: e.reason });
                     }
-                    if let Err(e) = sandbox::lock_worker(&policy, &rlimits::worker_rlimits(1 << 30, 10)) {
-                        missing.push((e.layer, e.reason));
+                    match sandbox::lock_worker(&policy, &rlimits::worker_rlimits(1 << 30, 10)) {
+                        Ok(more) => missing.extend(more),
+                        Err(e) => missing.push(protocol::worker::MissingLayer { layer: e.layer, reason: e.reason }),
                     }
-                    missing
+                    Tried { missing, outside_uid: policy.outside_uid }
                 }
-                Err(e) => vec![(e.layer, e.reason)],
+                Err(e) => Tried { missing: vec![protocol::worker::MissingLayer { layer: e.layer, reason: e.reason }], outside_uid: None },
             };
-            let text = serde_json::to_string(&missing).unwrap_or_default();
+            let text = serde_json::to_string(&tried).unwrap_or_default();
             let _ = nix::unistd::write(&write_end, text.as_bytes());
             exit_now(0)
         }
@@ -212,16 +293,17 @@ pub fn probe() -> ! {
             let mut text = String::new();
             let _ = std::io::Read::read_to_string(&mut std::fs::File::from(read_end), &mut text);
             let _ = nix::sys::wait::waitpid(child, None);
-            let missing: serde_json::Value = serde_json::from_str(&text).unwrap_or(serde_json::Value::Null);
-            let report = serde_json::json!({
-                "engine": engine::ENGINE_NAME,
-                "kernel": release,
-                "landlock_abi": landlock_abi,
-                "seccomp_available": seccomp_mode >= 0,
-                "cgroup": cgroup,
-                "missing": missing,
-            });
-            println!("{report}");
+            let tried: Tried = serde_json::from_str(&text).unwrap_or_else(|e| fail(&format!("the probe's child reported nothing readable: {e}")));
+            let report = protocol::worker::ProbeReport {
+                engine: engine::ENGINE,
+                kernel: release,
+                landlock_abi: u32::try_from(landlock_abi).ok(),
+                seccomp_available: seccomp_mode >= 0,
+                cgroup: cgroup.into(),
+                outside_uid: tried.outside_uid,
+                missing: tried.missing,
+            };
+            println!("{}", serde_json::to_string(&report).unwrap_or_default());
             exit_now(0)
         }
         Err(e) => fail(&format!("fork: {e}")),

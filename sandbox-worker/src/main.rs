@@ -1,40 +1,27 @@
 //! `sandbox-worker`: started by the codemode host, never by people.
 //!
+//! The command line is [`protocol::worker::WorkerCommand`]: the host builds it with
+//! `to_args` and this parses it with `parse`, so the two cannot disagree.
+//!
 //! ```text
 //! sandbox-worker template --control-fd FD --host-pid PID [--sandbox S]   serve fork requests
 //! sandbox-worker run --channel-fd FD --host-pid PID [--sandbox S]        run one program (spawn path)
 //! sandbox-worker exec --host-pid PID [--sandbox S] --payload SO [-- ARGS]  run a native payload
-//! sandbox-worker plugin --dir DIR --name NAME --host-pid PID [--sandbox S] [--memory-mib N] [--cpu-step-ms N]
+//! sandbox-worker plugin --dir DIR --name NAME --host-pid PID [--sandbox S] --memory-mib N --cpu-step-ms N
 //!                                                                       serve a JavaScript plugin on stdin/stdout
 //! sandbox-worker probe                                                   report the sandbox layers
 //! sandbox-worker info                                                    print {"engine": ...}
 //! ```
-//! `S` is `required` (default), `allow-weaker` or `disabled` (for measuring the sandbox's cost).
+//! `S` is `required` (default), `allow-weaker` or `disabled` (for measuring the sandbox's
+//! cost). A worker built with the `insecure-test-switches` feature also takes
+//! `exec --skip-layer LAYER` (the escape suite's below-seccomp cases); any other build
+//! refuses it.
 
 use std::os::fd::{FromRawFd, OwnedFd, RawFd};
 
-use sandbox_worker::sandbox::Strictness;
-use sandbox_worker::{engine::ENGINE_NAME, exec_payload, fail, plugin, probe, run_spawned, template};
-
-fn value<'a>(args: &'a [String], name: &str) -> Option<&'a str> {
-    let before_dashes = args.iter().position(|a| a == "--").unwrap_or(args.len());
-    args[..before_dashes].windows(2).find(|w| w[0] == name).map(|w| w[1].as_str())
-}
-
-fn number(args: &[String], name: &str) -> i32 {
-    value(args, name)
-        .and_then(|v| v.parse().ok())
-        .unwrap_or_else(|| fail(&format!("missing or invalid {name}; this program is started by the codemode host")))
-}
-
-fn strictness(args: &[String]) -> Strictness {
-    match value(args, "--sandbox") {
-        None | Some("required") => Strictness::Required,
-        Some("allow-weaker") => Strictness::AllowWeaker,
-        Some("disabled") => Strictness::Disabled,
-        Some(other) => fail(&format!("--sandbox must be required or allow-weaker, not {other}")),
-    }
-}
+use protocol::worker::WorkerCommand;
+use sandbox_worker::sandbox::SandboxOptions;
+use sandbox_worker::{engine::ENGINE, exec_payload, fail, plugin, probe, run_spawned, template};
 
 /// Takes ownership of a descriptor the host handed down.
 fn inherited_fd(fd: RawFd) -> OwnedFd {
@@ -46,33 +33,42 @@ fn inherited_fd(fd: RawFd) -> OwnedFd {
     unsafe { OwnedFd::from_raw_fd(fd) }
 }
 
+/// Whether this build accepts `--skip-layer` (only test builds do).
+const TEST_SWITCHES: bool = cfg!(feature = "insecure-test-switches");
+
 fn main() {
     // The QuickJS backend would cache compiled bytecode under $XDG_CACHE_HOME or /tmp:
     // a worker must never write host files, and must not read back what another
     // program left there. Decided once, before the engine starts.
     std::env::set_var("V82JSC_NO_BC_CACHE", "1");
-    let args: Vec<String> = std::env::args().collect();
-    match args.get(1).map(String::as_str) {
-        Some("template") => template::serve(inherited_fd(number(&args, "--control-fd")), number(&args, "--host-pid"), strictness(&args)),
-        Some("run") => run_spawned(inherited_fd(number(&args, "--channel-fd")), number(&args, "--host-pid"), strictness(&args)),
-        Some("exec") => {
-            let payload = value(&args, "--payload").unwrap_or_else(|| fail("missing --payload"));
-            let rest: Vec<String> = args.iter().skip_while(|a| *a != "--").skip(1).cloned().collect();
-            exec_payload(payload, &rest, number(&args, "--host-pid"), strictness(&args))
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let command = WorkerCommand::parse(&args).unwrap_or_else(|e| {
+        eprintln!("sandbox-worker: {e}");
+        std::process::exit(2);
+    });
+    // A test build must never serve programs or plugins, even if it is left where the
+    // release worker belongs: it fails closed.
+    if TEST_SWITCHES && !matches!(command, WorkerCommand::Exec { .. } | WorkerCommand::Probe | WorkerCommand::Info) {
+        fail("this sandbox-worker was built with the insecure-test-switches feature and only runs escape-suite payloads (exec); build it without the feature to run programs");
+    }
+    match command {
+        WorkerCommand::Template { control_fd, host_pid, sandbox } => template::serve(inherited_fd(control_fd), host_pid, &SandboxOptions::new(sandbox)),
+        WorkerCommand::Run { channel_fd, host_pid, sandbox } => run_spawned(inherited_fd(channel_fd), host_pid, &SandboxOptions::new(sandbox)),
+        WorkerCommand::Exec { host_pid, sandbox, payload, args, skip_layers } => {
+            if !skip_layers.is_empty() && !TEST_SWITCHES {
+                fail("--skip-layer exists only in a worker built with the insecure-test-switches feature (the escape suite's test build)");
+            }
+            exec_payload(&payload, &args, host_pid, &SandboxOptions { mode: sandbox, skip: skip_layers })
         }
-        Some("plugin") => plugin::run(plugin::PluginOptions {
-            dir: value(&args, "--dir").unwrap_or_else(|| fail("missing --dir")).into(),
-            name: value(&args, "--name").unwrap_or_else(|| fail("missing --name")).to_string(),
-            host_pid: number(&args, "--host-pid"),
-            strictness: strictness(&args),
-            memory_bytes: value(&args, "--memory-mib").and_then(|v| v.parse::<u64>().ok()).unwrap_or(128) << 20,
-            cpu_step: std::time::Duration::from_millis(value(&args, "--cpu-step-ms").and_then(|v| v.parse().ok()).unwrap_or(10_000)),
+        WorkerCommand::Plugin { dir, name, host_pid, sandbox, memory_mib, cpu_step_ms } => plugin::run(plugin::PluginOptions {
+            dir,
+            name,
+            host_pid,
+            sandbox: SandboxOptions::new(sandbox),
+            memory_bytes: memory_mib << 20,
+            cpu_step: std::time::Duration::from_millis(cpu_step_ms),
         }),
-        Some("probe") => probe(),
-        Some("info") => println!("{{\"engine\":\"{ENGINE_NAME}\"}}"),
-        _ => {
-            eprintln!("sandbox-worker is started by the codemode host (modes: template, run, exec, plugin, probe, info)");
-            std::process::exit(2);
-        }
+        WorkerCommand::Probe => probe(),
+        WorkerCommand::Info => println!("{}", serde_json::json!({ "engine": ENGINE })),
     }
 }

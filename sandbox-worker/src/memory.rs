@@ -10,41 +10,53 @@
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
+use deno_core::v8::IsolateHandle;
 use deno_core::JsRuntime;
 
 /// Headroom of the OS backstop over the heap limit: the worker's own data
 /// (stacks, buffers, the channel) and the engine's bookkeeping.
 const OS_HEADROOM_BYTES: u64 = 64 * 1024 * 1024;
 
-/// Set once the heap reached its limit.
-#[derive(Clone, Default)]
-pub struct MemoryTrip(Arc<AtomicBool>);
+/// Set once the program reached its memory limit: the heap neared its limit, or the
+/// engine failed an allocation it does not count (see `op_codemode_out_of_memory`).
+#[derive(Clone)]
+pub struct MemoryTrip {
+    tripped: Arc<AtomicBool>,
+    isolate: IsolateHandle,
+}
 
 impl MemoryTrip {
-    /// True once the heap limit stopped the program.
+    /// A trip that stops `runtime`'s isolate.
+    pub fn new(runtime: &mut JsRuntime) -> Self {
+        Self { tripped: Arc::new(AtomicBool::new(false)), isolate: runtime.v8_isolate().thread_safe_handle() }
+    }
+
+    /// Records the limit and stops the program.
+    pub fn trip(&self) {
+        self.tripped.store(true, Ordering::Release);
+        self.isolate.terminate_execution();
+    }
+
+    /// True once the memory limit stopped the program.
     pub fn tripped(&self) -> bool {
-        self.0.load(Ordering::Acquire)
+        self.tripped.load(Ordering::Acquire)
     }
 }
 
 /// Sets this program's heap limit on an already created runtime and arms the callback
-/// that stops the program when the heap nears it.
-pub fn set_heap_limit(runtime: &mut JsRuntime, limit_bytes: u64) -> MemoryTrip {
+/// that trips `trip` when the heap nears it.
+pub fn set_heap_limit(runtime: &mut JsRuntime, limit_bytes: u64, trip: &MemoryTrip) {
     let limit = usize::try_from(limit_bytes).unwrap_or(usize::MAX);
     // `remove_near_heap_limit_callback(limit)` is the engine-neutral way to (re)set the
     // limit of a live isolate; it needs a registered callback to remove.
     runtime.add_near_heap_limit_callback(|current, _| current);
     runtime.remove_near_heap_limit_callback(limit);
-    let trip = MemoryTrip::default();
-    let flag = Arc::clone(&trip.0);
-    let isolate = runtime.v8_isolate().thread_safe_handle();
+    let trip = trip.clone();
     runtime.add_near_heap_limit_callback(move |current, _initial| {
-        flag.store(true, Ordering::Release);
-        isolate.terminate_execution();
+        trip.trip();
         // Give the engine room to unwind the terminated script instead of aborting.
         current.saturating_add(current / 2)
     });
-    trip
 }
 
 /// The process's private writable memory right now (`VmData`), in bytes.

@@ -1,23 +1,32 @@
 //! The worker's only ops: the bridge between the program's JavaScript and the host.
 //!
-//! `bootstrap.js` takes these five ops out of `Deno.core` before user code runs, so a
+//! `bootstrap.js` takes these ops out of `Deno.core` before user code runs, so a
 //! program reaches them only through `tools.<plugin>.<tool>(...)` and `console.*`:
 //!
-//! - `op_codemode_tool_call` writes a tool call to the host and resolves with its answer;
+//! - `op_codemode_tool_call` writes a tool call to the host and resolves with its
+//!   answer, after checking the input against the program's budget of tool data in
+//!   flight (an input over it never leaves the worker);
 //! - `op_codemode_console` forwards console output up to the console cap;
-//! - `op_codemode_register_driver`, `op_codemode_program` and `op_codemode_finish` connect
-//!   the bootstrap's driver to [`crate::program`].
+//! - `op_codemode_register_driver`, `op_codemode_register_describer`,
+//!   `op_codemode_program` and `op_codemode_finish` connect the bootstrap's driver to
+//!   [`crate::program`]: the driver reports every way a program ends through
+//!   `op_codemode_finish`, which [`crate::program`] waits for;
+//! - `op_codemode_out_of_memory` stops the program at its memory limit when the engine
+//!   failed an allocation it does not count in its heap.
 
 use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
 use std::rc::Rc;
 
-use deno_error::JsErrorBox;
 use deno_core::{op2, v8, OpState};
-use protocol::{ConsoleLevel, PluginTools, ToolAnswer, WorkerChannel, WorkerToHost};
+use deno_error::JsErrorBox;
+use futures::channel::oneshot;
+use protocol::cost::{json_cost, mib};
+use protocol::{ConsoleLevel, JsFailure, PluginTools, ToolAnswer, WorkerChannel, WorkerToHost};
 use serde::Serialize;
 use serde_json::value::RawValue;
-use futures::channel::oneshot;
+
+use crate::memory::MemoryTrip;
 
 /// Per-process link between the ops and the host: present once a program started.
 pub struct HostLink {
@@ -28,18 +37,47 @@ pub struct HostLink {
     next_call_id: Cell<u64>,
     console_left: Cell<u64>,
     console_dropped: Cell<u64>,
+    /// The program's budget of tool data in flight ([`json_cost`] of the inputs).
+    tool_budget: u64,
+    /// What the calls in flight use of it.
+    tool_in_flight: Cell<u64>,
 }
 
 impl HostLink {
-    /// A link that forwards at most `console_bytes` of console output.
-    pub fn new(channel: WorkerChannel, console_bytes: u64) -> Self {
+    /// A link that forwards at most `console_bytes` of console output and lets the
+    /// program have `tool_budget` of tool inputs in flight.
+    pub fn new(channel: WorkerChannel, console_bytes: u64, tool_budget: u64) -> Self {
         Self {
             channel: RefCell::new(channel),
             pending: RefCell::new(HashMap::new()),
             next_call_id: Cell::new(1),
             console_left: Cell::new(console_bytes),
             console_dropped: Cell::new(0),
+            tool_budget,
+            tool_in_flight: Cell::new(0),
         }
+    }
+
+    /// Reserves `cost` of the tool budget for a call of `plugin.tool`, or says why not.
+    fn reserve(&self, plugin: &str, tool: &str, cost: u64) -> Result<(), String> {
+        let used = self.tool_in_flight.get();
+        if cost > self.tool_budget {
+            return Err(format!(
+                "tools.{plugin}.{tool}: the input is {} (its JSON text plus what holding it parsed takes), more than the {} of tool data a program may have in flight; send less per call",
+                mib(cost),
+                mib(self.tool_budget)
+            ));
+        }
+        if cost > self.tool_budget - used.min(self.tool_budget) {
+            return Err(format!(
+                "tools.{plugin}.{tool}: {} of tool data is already in flight and this input adds {}, more than the {} a program may have in flight; await some calls before starting more",
+                mib(used),
+                mib(cost),
+                mib(self.tool_budget)
+            ));
+        }
+        self.tool_in_flight.set(used + cost);
+        Ok(())
     }
 
     /// Console bytes not forwarded because the cap was reached.
@@ -51,7 +89,7 @@ impl HostLink {
     /// read the outcome).
     pub fn send(&self, message: &WorkerToHost) {
         if self.channel.borrow_mut().send_to_host(message).is_err() {
-            crate::exit_now(crate::EXIT_HOST_GONE);
+            crate::exit_as(protocol::worker::WorkerExit::HostGone);
         }
     }
 }
@@ -70,6 +108,9 @@ pub struct ProgramSpec {
 /// The registered driver function of `bootstrap.js`.
 pub struct Driver(pub v8::Global<v8::Function>);
 
+/// The registered describer of `bootstrap.js`: thrown value and prefix in, JSON out.
+pub struct Describer(pub v8::Global<v8::Function>);
+
 /// What the driver reported at the end of a program.
 #[derive(Debug)]
 pub enum Finish {
@@ -79,6 +120,20 @@ pub enum Finish {
     Json(String),
     /// The returned value cannot be written as JSON.
     Unserializable(String),
+    /// The program threw.
+    Threw(JsFailure),
+}
+
+/// How a program ended, as the driver reported it; [`crate::program`] waits for
+/// `done`.
+#[derive(Default)]
+pub struct Finishing {
+    /// The program's own end: its value or what it threw (the first report).
+    pub finish: Option<Finish>,
+    /// The first promise it left rejected with nothing to handle it.
+    pub unhandled: Option<JsFailure>,
+    /// Fired at the first report.
+    pub done: Option<oneshot::Sender<()>>,
 }
 
 #[op2]
@@ -87,19 +142,54 @@ pub fn op_codemode_register_driver(state: &mut OpState, #[scoped] driver: v8::Gl
 }
 
 #[op2]
+pub fn op_codemode_register_describer(state: &mut OpState, #[scoped] describer: v8::Global<v8::Function>) {
+    state.put(Describer(describer));
+}
+
+#[op2]
 #[serde]
 pub fn op_codemode_program(state: &mut OpState) -> Result<ProgramSpec, JsErrorBox> {
     state.try_take::<ProgramSpec>().ok_or_else(|| JsErrorBox::generic("no program to run"))
 }
 
+/// A failure as the driver wrote it (JSON); a report that does not parse is described
+/// as such instead of being lost.
+fn failure(payload: &str) -> JsFailure {
+    serde_json::from_str(payload).unwrap_or_else(|e| JsFailure {
+        name: "Error".into(),
+        message: format!("the program threw something its description could not carry: {e}"),
+        stack: None,
+        line: None,
+        column: None,
+        unhandled_rejection: false,
+    })
+}
+
 #[op2(fast)]
 pub fn op_codemode_finish(state: &mut OpState, #[string] kind: &str, #[string] payload: String) {
-    let finish = match kind {
-        "undefined" => Finish::Undefined,
-        "json" => Finish::Json(payload),
-        _ => Finish::Unserializable(payload),
-    };
-    state.put(finish);
+    let Some(finishing) = state.try_borrow_mut::<Finishing>() else { return };
+    if kind == "unhandled" {
+        if finishing.unhandled.is_none() {
+            finishing.unhandled = Some(JsFailure { unhandled_rejection: true, ..failure(&payload) });
+        }
+    } else if finishing.finish.is_none() {
+        finishing.finish = Some(match kind {
+            "undefined" => Finish::Undefined,
+            "json" => Finish::Json(payload),
+            "threw" => Finish::Threw(failure(&payload)),
+            _ => Finish::Unserializable(payload),
+        });
+    }
+    if let Some(done) = finishing.done.take() {
+        let _ = done.send(());
+    }
+}
+
+#[op2(fast)]
+pub fn op_codemode_out_of_memory(state: &mut OpState) {
+    if let Some(trip) = state.try_borrow::<MemoryTrip>() {
+        trip.trip();
+    }
 }
 
 #[op2(fast)]
@@ -143,13 +233,23 @@ pub async fn op_codemode_tool_call(
     #[string] input: String,
 ) -> Result<String, JsErrorBox> {
     let link = state.borrow().try_borrow::<Rc<HostLink>>().cloned().ok_or_else(|| JsErrorBox::generic("tools are not available"))?;
-    let input = RawValue::from_string(input).map_err(|e| JsErrorBox::type_error(format!("tool input is not JSON: {e}")))?;
+    let cost = json_cost(&input);
+    link.reserve(&plugin, &tool, cost).map_err(JsErrorBox::range_error)?;
+    let input = match RawValue::from_string(input) {
+        Ok(input) => input,
+        Err(e) => {
+            link.tool_in_flight.set(link.tool_in_flight.get().saturating_sub(cost));
+            return Err(JsErrorBox::type_error(format!("tool input is not JSON: {e}")));
+        }
+    };
     let call_id = link.next_call_id.get();
     link.next_call_id.set(call_id + 1);
     let (tx, rx) = oneshot::channel();
     link.pending.borrow_mut().insert(call_id, tx);
     link.send(&WorkerToHost::ToolCall { call_id, plugin, tool, input });
-    match rx.await {
+    let answer = rx.await;
+    link.tool_in_flight.set(link.tool_in_flight.get().saturating_sub(cost));
+    match answer {
         Ok(ToolAnswer::Resolve(value)) => Ok(value.get().to_string()),
         Ok(ToolAnswer::Reject(message)) => Err(JsErrorBox::generic(message)),
         Err(_) => Err(JsErrorBox::generic("the host dropped this tool call")),
@@ -160,8 +260,10 @@ deno_core::extension!(
     codemode,
     ops = [
         op_codemode_register_driver,
+        op_codemode_register_describer,
         op_codemode_program,
         op_codemode_finish,
+        op_codemode_out_of_memory,
         op_codemode_console,
         op_codemode_tool_call,
     ],

@@ -1,15 +1,21 @@
 //! Runs one program in a prepared [`Engine`] and reports its outcome to the host.
 //!
 //! The order, in one function ([`run`]):
-//! 1. attach the host link (tool calls and console) to the runtime;
+//! 1. report panics on the channel; attach the host link (tool calls and console) and
+//!    the memory trip to the runtime;
 //! 2. start the step clock and its watchdog;
 //! 3. lock the process down: resource limits (the OS memory backstop among them) and
 //!    the worker's seccomp filter, on every thread;
-//! 4. compile the program (a syntax error ends here);
+//! 4. compile the program (a syntax error, or whatever its top-level text throws,
+//!    ends here);
 //! 5. set this program's heap limit;
-//! 6. drive the program's event loop ([`event_loop`]), which reads tool answers from
-//!    the channel whenever the program waits for them;
+//! 6. call the bootstrap's driver and run the event loop ([`event_loop`]) until the
+//!    driver reports how the program ended (`op_codemode_finish`); the loop reads tool
+//!    answers from the channel whenever the program waits for them;
 //! 7. turn what happened into a [`WorkerOutcome`], send it, and exit.
+//!
+//! No exception of the program reaches deno_core's error conversion: the driver and
+//! the describer (`common.js`) describe every thrown value in JavaScript first.
 
 use std::cell::RefCell;
 use std::rc::Rc;
@@ -18,12 +24,13 @@ use std::time::Duration;
 
 use deno_core::error::{CoreError, CoreErrorKind};
 use deno_core::PollEventLoopOptions;
+use futures::FutureExt;
 use protocol::{HostToWorker, JsFailure, StartProgram, WorkerChannel, WorkerOutcome, WorkerToHost};
 use serde_json::value::RawValue;
 
-use crate::engine::{failure_from_js_error, Engine, ProgramForm};
+use crate::engine::{failure_from_js_error, CompileError, Engine, ProgramForm};
 use crate::memory::{self, MemoryTrip};
-use crate::ops::{Driver, Finish, HostLink, ProgramSpec};
+use crate::ops::{Driver, Finish, Finishing, HostLink, ProgramSpec};
 use crate::sandbox::{self, rlimits, WorkerPolicy};
 use crate::step_clock::StepClock;
 
@@ -32,10 +39,18 @@ use crate::step_clock::StepClock;
 /// `base_data_bytes` is the process's data segment before the program (for the OS
 /// memory backstop).
 pub fn run(engine: &mut Engine, channel: WorkerChannel, start: StartProgram, base_data_bytes: u64, policy: &WorkerPolicy) -> ! {
+    crate::report_panics(Some(channel.raw_fd()));
+    crate::report_aborts(channel.raw_fd());
     let limits = start.limits;
     let busy_poll = Duration::from_micros(start.busy_poll_us);
-    let link = Rc::new(HostLink::new(channel, limits.console_bytes));
-    engine.runtime.op_state().borrow_mut().put(Rc::clone(&link));
+    let link = Rc::new(HostLink::new(channel, limits.console_bytes, limits.tool_bytes_in_flight));
+    let memory_trip = MemoryTrip::new(&mut engine.runtime);
+    {
+        let state = engine.runtime.op_state();
+        let mut state = state.borrow_mut();
+        state.put(Rc::clone(&link));
+        state.put(memory_trip.clone());
+    }
 
     let clock = StepClock::start(Duration::from_millis(limits.cpu_step_ms));
     if let Err(e) = clock.spawn_watchdog(engine.runtime.v8_isolate().thread_safe_handle()) {
@@ -53,14 +68,22 @@ pub fn run(engine: &mut Engine, channel: WorkerChannel, start: StartProgram, bas
 
     let (function, form) = match engine.compile(&start.code) {
         Ok(compiled) => compiled,
-        Err(failure) => finish(&link, WorkerOutcome::Threw(failure)),
+        Err(CompileError::Threw(failure)) => finish(&link, WorkerOutcome::Threw(failure)),
+        Err(CompileError::OutOfMemory) => finish(&link, WorkerOutcome::MemoryLimit),
+        Err(CompileError::Terminated) => finish(&link, limit_outcome(&memory_trip, &clock).unwrap_or(WorkerOutcome::CpuLimit)),
     };
     let spec = ProgramSpec { catalog: start.catalog, expression: form == ProgramForm::Expression, line1_prefix: form.line1_prefix() };
-    engine.runtime.op_state().borrow_mut().put(spec);
+    let (done, reported) = futures::channel::oneshot::channel();
+    {
+        let state = engine.runtime.op_state();
+        let mut state = state.borrow_mut();
+        state.put(spec);
+        state.put(Finishing { done: Some(done), ..Finishing::default() });
+    }
 
     // After compiling: with a near-heap-limit callback registered, the QuickJS backend
     // measures the whole heap after every script it evaluates.
-    let memory_trip = memory::set_heap_limit(&mut engine.runtime, limits.memory_bytes);
+    memory::set_heap_limit(&mut engine.runtime, limits.memory_bytes, &memory_trip);
 
     let driver = match engine.runtime.op_state().borrow().try_borrow::<Driver>() {
         Some(d) => d.0.clone(),
@@ -72,13 +95,15 @@ pub fn run(engine: &mut Engine, channel: WorkerChannel, start: StartProgram, bas
     };
     WAITING_LINK.with(|l| *l.borrow_mut() = Some(Rc::clone(&link)));
     let result = event_loop.block_on(async {
-        // Inside the runtime: the program's first tool calls start ops right away.
-        let call = engine.runtime.call_with_args(&driver, &[function]);
-        engine.runtime.with_event_loop_promise(Box::pin(call), PollEventLoopOptions::default()).await
+        // Inside the runtime: the program's first tool calls start ops right away. The
+        // driver returns at once; the program's end arrives as `op_codemode_finish`.
+        drop(engine.runtime.call_with_args(&driver, &[function]));
+        let reported = reported.map(|sent| sent.map_err(|_| CoreErrorKind::PendingPromiseResolution.into_box()));
+        engine.runtime.with_event_loop_promise(reported, PollEventLoopOptions::default()).await
     });
 
-    let finished = engine.runtime.op_state().borrow_mut().try_take::<Finish>();
-    let outcome = classify(result.map(|_| ()), finished, &memory_trip, &clock, limits.result_bytes);
+    let finishing = engine.runtime.op_state().borrow_mut().try_take::<Finishing>();
+    let outcome = classify(result, finishing, &memory_trip, &clock, limits.result_bytes, form);
     finish(&link, outcome)
 }
 
@@ -116,57 +141,64 @@ fn wait_for_answer(link: Option<&HostLink>, clock: &StepClock, busy_poll: Durati
             }
         }
         Ok(HostToWorker::Start(_)) => crate::fail("the host sent a second program"),
-        Err(_) => crate::exit_now(crate::EXIT_HOST_GONE),
+        Err(_) => crate::exit_as(protocol::worker::WorkerExit::HostGone),
     }
 }
 
-/// Decides the outcome. Limits win over whatever error the termination caused.
-fn classify(
-    result: Result<(), CoreError>,
-    finished: Option<Finish>,
-    memory: &MemoryTrip,
-    clock: &StepClock,
-    result_bytes: u64,
-) -> WorkerOutcome {
+/// The limit that stopped the program, if one did.
+fn limit_outcome(memory: &MemoryTrip, clock: &StepClock) -> Option<WorkerOutcome> {
     if memory.tripped() {
-        return WorkerOutcome::MemoryLimit;
+        Some(WorkerOutcome::MemoryLimit)
+    } else if clock.tripped() {
+        Some(WorkerOutcome::CpuLimit)
+    } else {
+        None
     }
-    if clock.tripped() {
-        return WorkerOutcome::CpuLimit;
+}
+
+/// Decides the outcome. Limits win over whatever error their termination caused; then
+/// what the program threw; then a promise it left rejected; then its value.
+fn classify(result: Result<(), CoreError>, finishing: Option<Finishing>, memory: &MemoryTrip, clock: &StepClock, result_bytes: u64, form: ProgramForm) -> WorkerOutcome {
+    if let Some(limit) = limit_outcome(memory, clock) {
+        return limit;
     }
-    match result {
-        Ok(()) => match finished {
-            Some(Finish::Undefined) => WorkerOutcome::Returned(None),
-            Some(Finish::Unserializable(message)) => WorkerOutcome::Unserializable(message),
-            Some(Finish::Json(text)) if text.len() as u64 > result_bytes => WorkerOutcome::ResultTooLarge { bytes: text.len() as u64 },
-            Some(Finish::Json(text)) => match RawValue::from_string(text) {
-                Ok(raw) => WorkerOutcome::Returned(Some(raw)),
-                Err(e) => WorkerOutcome::Unserializable(format!("the returned value produced invalid JSON: {e}")),
-            },
-            None => WorkerOutcome::Threw(JsFailure {
-                name: "Error".into(),
-                message: "the program ended without a result".into(),
-                stack: None,
-                line: None,
-                column: None,
-            }),
+    let Finishing { finish, unhandled, .. } = finishing.unwrap_or_default();
+    match (finish, unhandled) {
+        (Some(Finish::Threw(failure)), _) | (_, Some(failure)) if is_out_of_memory_failure(&failure) => WorkerOutcome::MemoryLimit,
+        (Some(Finish::Threw(failure)), _) => WorkerOutcome::Threw(failure),
+        (_, Some(failure)) => WorkerOutcome::Threw(failure),
+        (Some(Finish::Undefined), None) => WorkerOutcome::ReturnedUndefined,
+        (Some(Finish::Unserializable(message)), None) => WorkerOutcome::Unserializable(message),
+        (Some(Finish::Json(text)), None) if text.len() as u64 > result_bytes => WorkerOutcome::ResultTooLarge { bytes: text.len() as u64 },
+        (Some(Finish::Json(text)), None) => match RawValue::from_string(text) {
+            Ok(raw) => WorkerOutcome::Returned(raw),
+            Err(e) => WorkerOutcome::Unserializable(format!("the returned value produced invalid JSON: {e}")),
         },
-        Err(error) => match error.0.as_ref() {
-            CoreErrorKind::PendingPromiseResolution => WorkerOutcome::Stuck,
-            CoreErrorKind::Js(js) if is_out_of_memory(js) => WorkerOutcome::MemoryLimit,
-            CoreErrorKind::Js(js) => WorkerOutcome::Threw(failure_from_js_error(js, ProgramForm::Body.line1_prefix())),
-            other => WorkerOutcome::Threw(JsFailure {
-                name: "Error".into(),
-                message: other.to_string(),
-                stack: None,
-                line: None,
-                column: None,
-            }),
+        (None, None) => match result {
+            Ok(()) => WorkerOutcome::Internal("the program's driver finished without reporting how the program ended".into()),
+            Err(error) => match error.0.as_ref() {
+                CoreErrorKind::PendingPromiseResolution => WorkerOutcome::Stuck,
+                CoreErrorKind::Js(js) if is_out_of_memory(js) => WorkerOutcome::MemoryLimit,
+                CoreErrorKind::Js(js) => WorkerOutcome::Threw(failure_from_js_error(js, form.line1_prefix())),
+                other => WorkerOutcome::Threw(JsFailure {
+                    name: "Error".into(),
+                    message: other.to_string(),
+                    stack: None,
+                    line: None,
+                    column: None,
+                    unhandled_rejection: false,
+                }),
+            },
         },
     }
 }
 
 /// QuickJS reports a failed allocation as a thrown `InternalError: out of memory`.
+fn is_out_of_memory_failure(failure: &JsFailure) -> bool {
+    failure.name == "InternalError" && failure.message == "out of memory"
+}
+
+/// The same, as deno_core reports it.
 fn is_out_of_memory(js: &deno_core::error::JsError) -> bool {
     js.name.as_deref() == Some("InternalError") && js.message.as_deref() == Some("out of memory")
 }

@@ -108,7 +108,7 @@ impl StepClock {
                 // outside JavaScript (in `Atomics.wait`) never gets there: after a grace
                 // period, end the process with the exit code the host reads as this limit.
                 std::thread::sleep(TERMINATION_GRACE);
-                crate::exit_now(crate::EXIT_CPU_LIMIT);
+                crate::exit_as(protocol::worker::WorkerExit::CpuLimit);
             }
             // Running time cannot grow faster than wall time: sleep until the earliest
             // moment the limit could be reached, then look again.

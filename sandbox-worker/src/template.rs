@@ -14,12 +14,13 @@ use std::os::fd::{AsFd, AsRawFd, OwnedFd};
 use protocol::template::{recv_control, send_control, TemplateReply, TemplateRequest};
 use protocol::{FrameError, WorkerChannel, MAX_FRAME_BYTES};
 
-use crate::engine::{Engine, ENGINE_GENERATES_CODE, ENGINE_NAME};
-use crate::sandbox::{self, seccomp::WORKER_CLONE_FLAGS, Strictness, WorkerPolicy};
+use crate::engine::{Engine, ENGINE, ENGINE_GENERATES_CODE};
+use crate::sandbox::{self, seccomp::WORKER_CLONE_FLAGS, SandboxOptions, WorkerPolicy};
 use crate::{die_with_host, fail, memory, program};
 
 /// Serves fork requests on `control` until the host closes it.
-pub fn serve(control: OwnedFd, host_pid: i32, strictness: Strictness) -> ! {
+pub fn serve(control: OwnedFd, host_pid: i32, options: &SandboxOptions) -> ! {
+    crate::report_panics(None);
     die_with_host(host_pid);
     let mut engine = Engine::new(None).unwrap_or_else(|e| fail_to_host(&control, &e.to_string()));
     // Collect garbage once now, so that a forked worker starts with a compact heap and
@@ -31,10 +32,10 @@ pub fn serve(control: OwnedFd, host_pid: i32, strictness: Strictness) -> ! {
         Ok(n) => fail_to_host(&control, &format!("the template has {n} threads after initialising the engine; forking it is unsafe")),
         Err(e) => fail_to_host(&control, &format!("cannot count the template's threads: {e}")),
     }
-    let policy = sandbox::enter_template(&[control.as_raw_fd()], strictness, ENGINE_GENERATES_CODE, sandbox::Environment::Empty).unwrap_or_else(|e| fail_to_host(&control, &e.to_string()));
-    let missing_layers = policy.missing.0.iter().map(|(layer, why)| format!("{layer:?}: {why}")).collect();
-    if send_control(control.as_fd(), &TemplateReply::Ready { engine: ENGINE_NAME.into(), missing_layers }, None).is_err() {
-        crate::exit_now(crate::EXIT_HOST_GONE);
+    let policy = sandbox::enter_template(&[control.as_raw_fd()], options, ENGINE_GENERATES_CODE, sandbox::Environment::Empty).unwrap_or_else(|e| fail_to_host(&control, &e.to_string()));
+    let missing_layers = policy.missing.clone();
+    if send_control(control.as_fd(), &TemplateReply::Ready { engine: ENGINE, missing_layers }, None).is_err() {
+        crate::exit_as(protocol::worker::WorkerExit::HostGone);
     }
     loop {
         let reply = match recv_control::<TemplateRequest>(control.as_fd()) {
@@ -45,7 +46,7 @@ pub fn serve(control: OwnedFd, host_pid: i32, strictness: Strictness) -> ! {
             Err(e) => TemplateReply::Refused { reason: e.to_string() },
         };
         if send_control(control.as_fd(), &reply, None).is_err() {
-            crate::exit_now(crate::EXIT_HOST_GONE);
+            crate::exit_as(protocol::worker::WorkerExit::HostGone);
         }
     }
 }
@@ -86,7 +87,7 @@ pub fn run_first_program(engine: &mut Engine, channel: OwnedFd, base_data_bytes:
     match channel.recv_from_host_blocking() {
         Ok(protocol::HostToWorker::Start(start)) => program::run(engine, channel, start, base_data_bytes, policy),
         Ok(_) => fail("the first message must start a program"),
-        Err(_) => crate::exit_now(crate::EXIT_HOST_GONE),
+        Err(_) => crate::exit_as(protocol::worker::WorkerExit::HostGone),
     }
 }
 

@@ -11,8 +11,13 @@ folder are unchanged, nothing connected to the TCP listener on 127.0.0.1, and no
 process is left. A control run with the sandbox disabled must be caught as an escape,
 which shows that the checks can fail.
 
+Below-seccomp cases (tests/escape/below-seccomp/*.c) run the same way but in a worker
+whose seccomp filter is left out (`--skip-layer seccomp`, accepted only by the test build
+of the worker, SANDBOX_WORKER_TEST_SWITCHES): the layers below seccomp must stop them on
+their own. UDP listeners on 127.0.0.1 and [::1] count anything that reaches them.
+
 Prints a table (case, category, expected, observed, result) and exits 1 on any escape.
-Usage: run.py CODEMODE SANDBOX_WORKER BUILD_DIR
+Usage: run.py CODEMODE SANDBOX_WORKER BUILD_DIR SANDBOX_WORKER_TEST_SWITCHES
 """
 import json
 import os
@@ -31,7 +36,7 @@ def header(path):
     meta = {}
     with open(path) as f:
         for line in f:
-            m = re.match(r"\s*//\s*(attack|category|expect|expect-value):\s*(.*)", line)
+            m = re.match(r"\s*//\s*(attack|category|expect|expect-value|expect-value-text|expect-max-output|layers-removed|memory-mib):\s*(.*)", line)
             if not m:
                 break
             meta[m.group(1)] = m.group(2).strip()
@@ -61,6 +66,27 @@ class Listener:
                 pass
 
 
+class UdpListener:
+    """A UDP socket on a loopback address that counts datagrams."""
+
+    def __init__(self, family, address):
+        self.sock = socket.socket(family, socket.SOCK_DGRAM)
+        self.sock.bind((address, 0))
+        self.sock.settimeout(0.2)
+        self.port = self.sock.getsockname()[1]
+        self.datagrams = 0
+        self.stop = False
+        threading.Thread(target=self.serve, daemon=True).start()
+
+    def serve(self):
+        while not self.stop:
+            try:
+                self.sock.recv(65536)
+                self.datagrams += 1
+            except OSError:
+                pass
+
+
 def worker_processes(worker):
     real = os.path.realpath(worker)
     found = []
@@ -78,14 +104,14 @@ def snapshot(folder):
     return {name: open(os.path.join(folder, name), "rb").read() for name in sorted(os.listdir(folder))}
 
 
-def build_payloads(build_dir):
+def build_payloads(build_dir, folder="native"):
     os.makedirs(build_dir, exist_ok=True)
-    native = os.path.join(HERE, "native")
+    native = os.path.join(HERE, folder)
     built = []
     for name in sorted(os.listdir(native)):
         if not name.endswith(".c"):
             continue
-        out = os.path.join(build_dir, name[:-2] + ".so")
+        out = os.path.join(build_dir, folder + "-" + name[:-2] + ".so")
         subprocess.run(["cc", "-shared", "-fPIC", "-O1", "-Wall", "-Werror", "-o", out, os.path.join(native, name)], check=True)
         built.append((os.path.join(native, name), out))
     return built
@@ -113,11 +139,27 @@ def run_native(codemode, src, so, canary, port):
     return meta, expect, observed + (f" [{detail}]" if detail else ""), ok
 
 
+def run_below_seccomp(test_worker, src, so, canary, port, udp4, udp6):
+    """A payload in a worker whose listed layers (seccomp) are left out: the rest must hold."""
+    meta = header(src)
+    expect = meta["expect"]
+    skip = []
+    for layer in meta.get("layers-removed", "").split(","):
+        if layer.strip():
+            skip += ["--skip-layer", layer.strip()]
+    cmd = [test_worker, "exec", "--host-pid", str(os.getpid()), "--sandbox", "required", "--payload", so, *skip, "--", canary, str(port), str(udp4), str(udp6)]
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
+    observed = describe(proc.returncode)
+    ok = proc.returncode == 0
+    detail = proc.stderr.strip().splitlines()[-1] if proc.stderr.strip() and not ok else ""
+    return meta, expect, observed + (f" [{detail}]" if detail else ""), ok
+
+
 def run_js(codemode, src):
     meta = header(src)
     expect = meta["expect"]
     want_kind = expect.split("=", 1)[1]
-    cmd = [codemode, "run", "--json", "--example-tools", "--cpu-step-ms", "1000", "--memory-mib", "64", src]
+    cmd = [codemode, "run", "--json", "--example-tools", "--cpu-step-ms", "1000", "--memory-mib", meta.get("memory-mib", "64"), src]
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
     try:
         outcome = json.loads(proc.stdout)
@@ -132,6 +174,17 @@ def run_js(codemode, src):
         observed += f" value={json.dumps(got)[:60]}"
         expect += f" value={meta['expect-value'][:40]}"
         ok = ok and got == want
+    if "expect-value-text" in meta:
+        # The value's JSON text exactly, so that null and undefined (no value) differ.
+        got = outcome.get("value")
+        observed += f" value-text={got!r}"
+        expect += f" value-text={meta['expect-value-text']}"
+        ok = ok and got == meta["expect-value-text"]
+    if "expect-max-output" in meta:
+        limit = int(meta["expect-max-output"])
+        observed += f" output={len(proc.stdout)} bytes"
+        expect += f" output<={limit} bytes"
+        ok = ok and len(proc.stdout) <= limit
     if kind == "error":
         observed += f" {outcome.get('name')}"
     return meta, expect, observed, ok
@@ -149,9 +202,12 @@ def control(worker, so, canary, port):
 
 
 def main():
-    codemode, worker, build_dir = sys.argv[1:4]
+    codemode, worker, build_dir, test_worker = sys.argv[1:5]
     payloads = build_payloads(build_dir)
+    below = build_payloads(build_dir, "below-seccomp")
     listener = Listener()
+    udp4 = UdpListener(socket.AF_INET, "127.0.0.1")
+    udp6 = UdpListener(socket.AF_INET6, "::1")
     canary_dir = tempfile.mkdtemp(prefix="codemode-canary-")
     canary = os.path.join(canary_dir, "canary.txt")
     with open(canary, "w") as f:
@@ -160,11 +216,14 @@ def main():
 
     rows = []
     cases = [("native", src, so) for src, so in payloads]
+    cases += [("below", src, so) for src, so in below]
     cases += [("js", os.path.join(HERE, "js", n), None) for n in sorted(os.listdir(os.path.join(HERE, "js"))) if n.endswith(".js")]
     for kind, src, so in cases:
         name = os.path.basename(src).rsplit(".", 1)[0]
         if kind == "native":
             meta, expect, observed, ok = run_native(codemode, src, so, canary, listener.port)
+        elif kind == "below":
+            meta, expect, observed, ok = run_below_seccomp(test_worker, src, so, canary, listener.port, udp4.port, udp6.port)
         else:
             meta, expect, observed, ok = run_js(codemode, src)
         problems = []
@@ -172,6 +231,8 @@ def main():
             problems.append("the canary changed")
         if listener.connections:
             problems.append(f"{listener.connections} connection(s) reached 127.0.0.1:{listener.port}")
+        if udp4.datagrams or udp6.datagrams:
+            problems.append(f"{udp4.datagrams + udp6.datagrams} UDP datagram(s) reached the loopback listeners")
         left = worker_processes(worker)
         if left:
             problems.append(f"worker processes left behind: {left}")
@@ -182,6 +243,10 @@ def main():
 
     control_ok = control(worker, dict((os.path.basename(s), o) for s, o in payloads)["fs_read_host_file.c"], canary, listener.port)
     rows.append(("control_sandbox_disabled", "harness", "the unsandboxed attack is caught as an escape", "caught" if control_ok else "NOT caught", control_ok))
+    # The release worker must refuse the test switch: it exists only in the test build.
+    proc = subprocess.run([worker, "exec", "--host-pid", str(os.getpid()), "--payload", payloads[0][1], "--skip-layer", "seccomp", "--"], capture_output=True, text=True, timeout=60)
+    refused = proc.returncode != 0 and "insecure-test-switches" in proc.stderr
+    rows.append(("control_release_refuses_skip_layer", "harness", "the release worker refuses --skip-layer", "refused" if refused else f"NOT refused ({describe(proc.returncode)})", refused))
 
     widths = [max(len(str(r[i])) for r in rows + [("case", "category", "expected", "observed", "")]) for i in range(4)]
     widths = [min(w, 60) for w in widths]
@@ -192,7 +257,7 @@ def main():
     passed = len(rows) - len(failed)
     print()
     print(f"{passed} passed, {len(failed)} failed")
-    listener.stop = True
+    listener.stop = udp4.stop = udp6.stop = True
     return 1 if failed else 0
 
 

@@ -3,7 +3,8 @@
 
 Tools: `add` (text), `stats` (structuredContent with an outputSchema), `sleep`
 (cancellable; cancellations are appended to $CANCEL_LOG), `grow` (adds a tool and sends
-notifications/tools/list_changed), `fail` (isError).
+notifications/tools/list_changed), `fail` (isError), `env` (the names of its
+environment variables, to show what the host passes on).
 """
 import json
 import os
@@ -34,6 +35,7 @@ TOOLS = [
     {"name": "sleep", "description": "Sleeps ms milliseconds.", "inputSchema": {"type": "object", "properties": {"ms": {"type": "integer"}}, "required": ["ms"]}},
     {"name": "grow", "description": "Adds a tool named `name`.", "inputSchema": {"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]}},
     {"name": "fail", "description": "Fails.", "inputSchema": {"type": "object"}},
+    {"name": "env", "description": "The names of the server's environment variables, sorted.", "inputSchema": {"type": "object"}},
 ]
 
 
@@ -54,6 +56,8 @@ def call(rid, name, args):
                 return
             time.sleep(0.005)
         return result(rid, {"content": [{"type": "text", "text": "slept"}]})
+    if name == "env":
+        return result(rid, {"content": [{"type": "text", "text": json.dumps(sorted(os.environ))}]})
     if name == "grow":
         extra.append({"name": args["name"], "description": "Grown at run time.", "inputSchema": {"type": "object"}})
         result(rid, {"content": [{"type": "text", "text": "grown"}]})

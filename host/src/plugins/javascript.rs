@@ -15,6 +15,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use protocol::manifest::Manifest;
+use protocol::worker::WorkerCommand;
 
 use super::net::NetAccess;
 use super::process::ProcessConfig;
@@ -49,21 +50,15 @@ impl JavascriptPlugin {
         ProcessConfig {
             name: self.name.clone(),
             command: worker.to_path_buf(),
-            args: vec![
-                "plugin".into(),
-                "--dir".into(),
-                self.dir.display().to_string(),
-                "--name".into(),
-                self.name.clone(),
-                "--host-pid".into(),
-                std::process::id().to_string(),
-                "--sandbox".into(),
-                sandbox.worker_arg().into(),
-                "--memory-mib".into(),
-                self.memory_mib.to_string(),
-                "--cpu-step-ms".into(),
-                self.cpu_step_ms.to_string(),
-            ],
+            args: WorkerCommand::Plugin {
+                dir: self.dir.clone(),
+                name: self.name.clone(),
+                host_pid: std::process::id() as i32,
+                sandbox: sandbox.mode(),
+                memory_mib: self.memory_mib,
+                cpu_step_ms: self.cpu_step_ms,
+            }
+            .to_args(),
             env: Vec::new(),
             cwd: None,
             call_timeout: self.call_timeout,

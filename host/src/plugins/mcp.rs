@@ -3,10 +3,17 @@
 //! `tools.<plugin>.<tool>`.
 //!
 //! [`McpPlugin`] keeps one client session; a session that fails (the server exited, the
-//! transport closed) is dropped and the next call connects again. Calls have a time
-//! limit, and a call the host gives up is cancelled at the server (rmcp sends
-//! `notifications/cancelled` when the request is dropped). The server's
-//! `notifications/tools/list_changed` makes the host ask for the tools again.
+//! transport closed) is dropped and the next call connects again, after a backoff
+//! while it keeps failing. Calls have a time limit, and a call the host gives up is
+//! cancelled at the server (rmcp sends `notifications/cancelled` when the request is
+//! dropped). The server's `notifications/tools/list_changed` makes the host ask for
+//! the tools again.
+//!
+//! A server started as a command gets what a process plugin gets: an environment of
+//! only `PATH` and its configured `env` (never the host's tokens or credentials), the
+//! configuration's folder as its working directory, a kill when the host dies, and its
+//! standard error in codemode's log (the last lines also in the reason it is
+//! unavailable).
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -14,13 +21,15 @@ use std::time::Duration;
 
 use rmcp::model::CallToolRequestParams;
 use rmcp::service::{NotificationContext, RunningService};
+use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
 use rmcp::{ClientHandler, RoleClient, ServiceExt};
 use serde_json::Value;
 use tokio::sync::Mutex;
 use tokio_util::sync::CancellationToken;
 
-use super::process::PluginError;
+use super::backoff::Backoff;
+use super::process::{log_stderr, plugin_command, PluginError, StderrTail};
 use crate::catalog::{ToolDefinition, ToolResult};
 
 /// Where the server is.
@@ -74,6 +83,42 @@ pub struct McpPlugin {
     config: McpConfig,
     session: Mutex<Option<Arc<Session>>>,
     changed: tokio::sync::watch::Sender<u64>,
+    backoff: std::sync::Mutex<Backoff>,
+    stderr_tail: StderrTail,
+}
+
+/// Redirects followed per request.
+const MAX_REDIRECTS: usize = 10;
+
+/// The HTTP client of a server at a `url`. Built here rather than by rmcp, whose default
+/// client panics when it cannot be built (for example when no CA certificate can be
+/// loaded): that is a plugin that cannot start, never a host that stops. Connections
+/// are not pooled idle, and only same-origin 307/308 redirects are followed (they keep
+/// the method and body, and do not replay the session or headers to another host).
+fn http_client() -> Result<reqwest::Client, reqwest::Error> {
+    let policy = reqwest::redirect::Policy::custom(|attempt| {
+        let same_origin = attempt.previous().first().is_some_and(|first| first.origin() == attempt.url().origin());
+        let keeps_body = matches!(attempt.status().as_u16(), 307 | 308);
+        if attempt.previous().len() > MAX_REDIRECTS {
+            attempt.error(format!("more than {MAX_REDIRECTS} redirects"))
+        } else if same_origin && keeps_body {
+            attempt.follow()
+        } else {
+            attempt.stop()
+        }
+    });
+    reqwest::Client::builder().pool_max_idle_per_host(0).redirect(policy).build()
+}
+
+/// An error with its causes, as one line.
+fn with_causes(error: &dyn std::error::Error) -> String {
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        text.push_str(&format!(": {cause}"));
+        source = cause.source();
+    }
+    text
 }
 
 /// How long connecting and listing may take.
@@ -82,7 +127,24 @@ const SETUP_TIMEOUT: Duration = Duration::from_secs(60);
 impl McpPlugin {
     /// A plugin that connects on first use.
     pub fn new(config: McpConfig) -> Arc<Self> {
-        Arc::new(Self { config, session: Mutex::new(None), changed: tokio::sync::watch::channel(0).0 })
+        crate::tls::ensure_provider();
+        Arc::new(Self {
+            config,
+            session: Mutex::new(None),
+            changed: tokio::sync::watch::channel(0).0,
+            backoff: std::sync::Mutex::new(Backoff::default()),
+            stderr_tail: StderrTail::default(),
+        })
+    }
+
+    /// What the server last wrote on standard error (servers started as a command).
+    pub fn stderr_tail(&self) -> &StderrTail {
+        &self.stderr_tail
+    }
+
+    /// How long until the server may be connected again after a failure (zero: now).
+    pub fn retry_in(&self) -> Duration {
+        self.backoff.lock().map(|b| b.delay()).unwrap_or_default()
     }
 
     /// The plugin's name.
@@ -99,41 +161,66 @@ impl McpPlugin {
         PluginError::Gone { plugin: self.config.name.clone(), reason: reason.to_string() }
     }
 
-    async fn connected(&self) -> Result<Arc<Session>, PluginError> {
+    /// The live session, or a new one (after the backoff when `wait`; refused at once
+    /// while backing off otherwise).
+    async fn connected(&self, wait: bool) -> Result<Arc<Session>, PluginError> {
         let mut slot = self.session.lock().await;
         if let Some(s) = slot.as_ref() {
             if !s.is_closed() {
                 return Ok(Arc::clone(s));
             }
         }
-        let events = Events { changed: self.changed.clone() };
-        let session = match &self.config.transport {
-            McpTransport::Stdio { command, args, env, cwd } => {
-                let mut cmd = tokio::process::Command::new(command);
-                cmd.args(args).envs(env.iter().map(|(k, v)| (k, v)));
-                if let Some(cwd) = cwd {
-                    cmd.current_dir(cwd);
-                }
-                let transport = TokioChildProcess::new(cmd).map_err(|e| PluginError::Start { plugin: self.config.name.clone(), reason: format!("{}: {e}", command.display()) })?;
-                tokio::time::timeout(SETUP_TIMEOUT, events.serve(transport)).await
+        let delay = self.retry_in();
+        if !delay.is_zero() {
+            if !wait {
+                return Err(PluginError::Start { plugin: self.config.name.clone(), reason: format!("it failed recently and is tried again in {:.1} s", delay.as_secs_f64()) });
             }
-            McpTransport::Http { url } => {
-                let transport = StreamableHttpClientTransport::from_uri(url.as_str());
-                tokio::time::timeout(SETUP_TIMEOUT, events.serve(transport)).await
+            tokio::time::sleep(delay).await;
+        }
+        let session = self.connect().await;
+        if let Ok(mut b) = self.backoff.lock() {
+            match &session {
+                Ok(_) => b.succeeded(),
+                Err(_) => b.failed(),
             }
-        };
-        let session = match session {
-            Ok(Ok(s)) => Arc::new(s),
-            Ok(Err(e)) => return Err(PluginError::Start { plugin: self.config.name.clone(), reason: format!("the MCP handshake failed: {e}") }),
-            Err(_) => return Err(PluginError::Timeout { plugin: self.config.name.clone(), method: "initialize".into(), seconds: SETUP_TIMEOUT.as_secs_f64() }),
-        };
+        }
+        let session = session?;
         *slot = Some(Arc::clone(&session));
         Ok(session)
     }
 
-    /// The server's tools (`tools/list`, all pages).
-    pub async fn list_tools(&self) -> Result<Vec<ToolDefinition>, PluginError> {
-        let session = self.connected().await?;
+    /// Starts or reaches the server and does the MCP handshake.
+    async fn connect(&self) -> Result<Arc<Session>, PluginError> {
+        let events = Events { changed: self.changed.clone() };
+        let session = match &self.config.transport {
+            McpTransport::Stdio { command, args, env, cwd } => {
+                let cmd = plugin_command(command, args, env, cwd.as_deref());
+                let (transport, stderr) = TokioChildProcess::builder(cmd)
+                    .stderr(std::process::Stdio::piped())
+                    .spawn()
+                    .map_err(|e| PluginError::Start { plugin: self.config.name.clone(), reason: format!("{}: {e}", command.display()) })?;
+                if let Some(stderr) = stderr {
+                    tokio::spawn(log_stderr(self.config.name.clone(), stderr, self.stderr_tail.clone()));
+                }
+                tokio::time::timeout(SETUP_TIMEOUT, events.serve(transport)).await
+            }
+            McpTransport::Http { url } => {
+                let client = http_client().map_err(|e| PluginError::Start { plugin: self.config.name.clone(), reason: format!("cannot make an HTTP client for {url}: {}", with_causes(&e)) })?;
+                let transport = StreamableHttpClientTransport::with_client(client, StreamableHttpClientTransportConfig::with_uri(url.as_str()));
+                tokio::time::timeout(SETUP_TIMEOUT, events.serve(transport)).await
+            }
+        };
+        match session {
+            Ok(Ok(s)) => Ok(Arc::new(s)),
+            Ok(Err(e)) => Err(PluginError::Start { plugin: self.config.name.clone(), reason: format!("the MCP handshake failed: {}", with_causes(&e)) }),
+            Err(_) => Err(PluginError::Timeout { plugin: self.config.name.clone(), method: "initialize".into(), seconds: SETUP_TIMEOUT.as_secs_f64() }),
+        }
+    }
+
+    /// The server's tools (`tools/list`, all pages), connecting first if needed (after
+    /// the backoff when `wait`, at once or not at all otherwise).
+    pub async fn list_tools(&self, wait: bool) -> Result<Vec<ToolDefinition>, PluginError> {
+        let session = self.connected(wait).await?;
         let tools = tokio::time::timeout(SETUP_TIMEOUT, session.list_all_tools())
             .await
             .map_err(|_| PluginError::Timeout { plugin: self.config.name.clone(), method: "tools/list".into(), seconds: SETUP_TIMEOUT.as_secs_f64() })?
@@ -146,7 +233,7 @@ impl McpPlugin {
 
     /// Calls a tool; failures are failed tool results.
     pub async fn call_tool(&self, tool: &str, input: Value, cancel: CancellationToken) -> ToolResult {
-        let session = match self.connected().await {
+        let session = match self.connected(true).await {
             Ok(s) => s,
             Err(e) => return ToolResult::error(e.to_string()),
         };

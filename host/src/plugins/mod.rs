@@ -11,20 +11,22 @@
 //! whose `api.net.fetch` the host serves through [`net`]) and [`mcp`] (MCP servers,
 //! over stdio or streamable HTTP).
 
+pub mod backoff;
 pub mod javascript;
 pub mod mcp;
 pub mod net;
 pub mod process;
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, Weak};
+use std::time::Duration;
 
 use futures::future::BoxFuture;
 use serde_json::Value;
 
-use crate::catalog::{CallContext, Catalog, Tool, ToolDefinition, ToolHandler, ToolResult};
+use crate::catalog::{CallContext, Catalog, Recover, Tool, ToolDefinition, ToolHandler, ToolResult};
 use crate::executor::Executor;
 use mcp::McpPlugin;
-use process::ProcessPlugin;
+use process::{PluginError, ProcessPlugin};
 
 /// A tool served by an MCP server.
 struct McpTool {
@@ -48,11 +50,14 @@ struct ProcessTool {
 impl ToolHandler for ProcessTool {
     fn call(&self, input: Value, context: CallContext) -> BoxFuture<'static, ToolResult> {
         let (plugin, tool) = (Arc::clone(&self.plugin), self.tool.clone());
-        Box::pin(async move {
-            plugin.call_tool(&tool, input, context.wire(), context.cancel.clone()).await
-        })
+        Box::pin(async move { plugin.call_tool(&tool, input, context.wire(), context.cancel.clone()).await })
     }
 }
+
+/// The first pause of the background retries of unavailable plugins; it doubles up to
+/// [`MAX_BACKGROUND_RETRY`] while some stay unavailable.
+const FIRST_BACKGROUND_RETRY: Duration = Duration::from_secs(1);
+const MAX_BACKGROUND_RETRY: Duration = Duration::from_secs(60);
 
 /// The running plugins.
 pub struct PluginHost {
@@ -61,6 +66,12 @@ pub struct PluginHost {
     base: Catalog,
     /// Tools the configuration marks as needing approval, by plugin (`"*"`: all).
     approvals: std::collections::HashMap<String, Vec<String>>,
+    /// The executor whose catalog this host keeps current ([`PluginHost::keep_current`]).
+    executor: Mutex<Weak<Executor>>,
+    /// One rebuild of the catalog at a time.
+    rebuilding: tokio::sync::Mutex<()>,
+    /// Wakes the background retries (a call found a plugin unavailable).
+    retry_now: Arc<tokio::sync::Notify>,
 }
 
 /// A plugin that could not be loaded, and why.
@@ -68,14 +79,43 @@ pub struct PluginHost {
 pub struct LoadProblem {
     /// The plugin.
     pub plugin: String,
-    /// What went wrong.
+    /// What went wrong (with the last lines of its stderr when it wrote some).
     pub reason: String,
+    /// True when the whole plugin is unavailable (not just one of its tools).
+    pub unavailable: bool,
+}
+
+/// Tries one unavailable plugin again when a program calls it.
+struct RecoverPlugin {
+    host: Weak<PluginHost>,
+    plugin: String,
+}
+
+impl Recover for RecoverPlugin {
+    fn recover(&self) -> BoxFuture<'static, ()> {
+        let (host, plugin) = (self.host.clone(), self.plugin.clone());
+        Box::pin(async move {
+            let Some(host) = host.upgrade() else { return };
+            host.retry_now.notify_one();
+            if host.retry_in(&plugin).is_zero() {
+                host.refresh().await;
+            }
+        })
+    }
 }
 
 impl PluginHost {
     /// Plugins on top of `base` (tools served in-process, such as the examples).
     pub fn new(base: Catalog, process: Vec<Arc<ProcessPlugin>>) -> Self {
-        Self { process, mcp: Vec::new(), base, approvals: Default::default() }
+        Self {
+            process,
+            mcp: Vec::new(),
+            base,
+            approvals: Default::default(),
+            executor: Mutex::new(Weak::new()),
+            rebuilding: tokio::sync::Mutex::new(()),
+            retry_now: Arc::new(tokio::sync::Notify::new()),
+        }
     }
 
     /// Marks tools as needing a person's approval for every call, by plugin (`"*"`:
@@ -91,41 +131,59 @@ impl PluginHost {
         self
     }
 
-    /// Asks every plugin for its tools and builds the catalog; plugins that fail are
-    /// left out and reported.
-    pub async fn catalog(&self) -> (Catalog, Vec<LoadProblem>) {
+    /// How long until `plugin` may be tried again (zero: now).
+    fn retry_in(&self, plugin: &str) -> Duration {
+        let process = self.process.iter().find(|p| p.name() == plugin).map(|p| p.retry_in());
+        let mcp = self.mcp.iter().find(|p| p.name() == plugin).map(|p| p.retry_in());
+        process.or(mcp).unwrap_or_default()
+    }
+
+    /// Asks every plugin for its tools and builds the catalog. A plugin that cannot be
+    /// started is in the catalog as unavailable, with the reason (and the last lines of
+    /// its stderr) and a way to try it again; a plugin still backing off after a
+    /// failure is not started now.
+    pub async fn catalog(self: &Arc<Self>) -> (Catalog, Vec<LoadProblem>) {
+        let explain = |e: &PluginError, tail: &process::StderrTail| tail.explain(e);
         let process = futures::future::join_all(self.process.iter().map(|p| async move {
-            let listed = p.list_tools().await.map(|defs| {
+            let listed = p.list_tools(false).await.map(|defs| {
                 defs.into_iter().map(|d| (Arc::new(ProcessTool { plugin: Arc::clone(p), tool: d.name.clone() }) as Arc<dyn ToolHandler>, d)).collect()
             });
-            (p.name().to_string(), listed)
+            (p.name().to_string(), listed.map_err(|e| explain(&e, p.stderr_tail())))
         }));
         let mcp = futures::future::join_all(self.mcp.iter().map(|p| async move {
-            let listed = p.list_tools().await.map(|defs| {
+            let listed = p.list_tools(false).await.map(|defs| {
                 defs.into_iter().map(|d| (Arc::new(McpTool { plugin: Arc::clone(p), tool: d.name.clone() }) as Arc<dyn ToolHandler>, d)).collect()
             });
-            (p.name().to_string(), listed)
+            (p.name().to_string(), listed.map_err(|e| explain(&e, p.stderr_tail())))
         }));
         let (process, mcp) = futures::join!(process, mcp);
         let mut catalog = self.base.clone();
         let mut problems = Vec::new();
         for (plugin, listed) in process.into_iter().chain(mcp) {
-            let listed: Result<Vec<(Arc<dyn ToolHandler>, ToolDefinition)>, _> = listed;
+            let listed: Result<Vec<(Arc<dyn ToolHandler>, ToolDefinition)>, String> = listed;
             match listed {
-                Err(e) => problems.push(LoadProblem { plugin, reason: e.to_string() }),
+                Err(reason) => {
+                    let recover = Arc::new(RecoverPlugin { host: Arc::downgrade(self), plugin: plugin.clone() });
+                    catalog.mark_unavailable(&plugin, reason.clone(), Some(recover as Arc<dyn Recover>));
+                    problems.push(LoadProblem { plugin, reason, unavailable: true });
+                }
                 Ok(tools) => {
                     let approve = self.approvals.get(&plugin);
                     // A mistyped name would leave a tool running without approval: say so.
                     for name in approve.into_iter().flatten().filter(|n| *n != "*" && !tools.iter().any(|(_, d)| d.name == **n)) {
                         let have: Vec<&str> = tools.iter().map(|(_, d)| d.name.as_str()).collect();
-                        problems.push(LoadProblem { plugin: plugin.clone(), reason: format!("require_approval names {name}, which this plugin does not have (its tools: {})", have.join(", ")) });
+                        problems.push(LoadProblem {
+                            plugin: plugin.clone(),
+                            reason: format!("require_approval names {name}, which this plugin does not have (its tools: {})", have.join(", ")),
+                            unavailable: false,
+                        });
                     }
                     for (handler, mut definition) in tools {
                         if approve.is_some_and(|names| names.iter().any(|n| n == "*" || *n == definition.name)) {
                             definition.requires_approval = true;
                         }
                         if let Err(e) = catalog.add(&plugin, Tool::new(definition, handler)) {
-                            problems.push(LoadProblem { plugin: plugin.clone(), reason: e.to_string() });
+                            problems.push(LoadProblem { plugin: plugin.clone(), reason: e.to_string(), unavailable: false });
                         }
                     }
                 }
@@ -137,20 +195,57 @@ impl PluginHost {
         (catalog, problems)
     }
 
+    /// Rebuilds the catalog and hands it to the executor (when there is one).
+    async fn refresh(self: &Arc<Self>) {
+        let _one = self.rebuilding.lock().await;
+        let (catalog, _) = self.catalog().await;
+        let executor = self.executor.lock().map(|e| e.upgrade()).unwrap_or_default();
+        if let Some(executor) = executor {
+            executor.set_catalog(catalog);
+        }
+    }
+
     /// Keeps `executor`'s catalog current: whenever a plugin announces a change, the
-    /// catalog is rebuilt and replaced. Ends when the host is dropped.
+    /// catalog is rebuilt and replaced; unavailable plugins are tried again in the
+    /// background, with a pause that doubles from 1 s to a minute while some stay
+    /// unavailable, and at once when a program calls one. Ends when the host is dropped.
     pub fn keep_current(self: &Arc<Self>, executor: Arc<Executor>) {
+        if let Ok(mut slot) = self.executor.lock() {
+            *slot = Arc::downgrade(&executor);
+        }
         let watches = self.process.iter().map(|p| p.watch_changes()).chain(self.mcp.iter().map(|p| p.watch_changes()));
         for mut changes in watches {
-            // Weak on both sides: this task must not keep the executor or the plugins alive.
-            let (host, executor) = (Arc::downgrade(self), Arc::downgrade(&executor));
+            // Weak: this task must not keep the plugins alive.
+            let host = Arc::downgrade(self);
             tokio::spawn(async move {
                 while changes.changed().await.is_ok() {
-                    let (Some(host), Some(executor)) = (host.upgrade(), executor.upgrade()) else { return };
-                    let (catalog, _) = host.catalog().await;
-                    executor.set_catalog(catalog);
+                    let Some(host) = host.upgrade() else { return };
+                    host.refresh().await;
                 }
             });
         }
+        let host = Arc::downgrade(self);
+        let woken = Arc::clone(&self.retry_now);
+        tokio::spawn(async move {
+            let mut pause = FIRST_BACKGROUND_RETRY;
+            loop {
+                let Some(strong) = host.upgrade() else { return };
+                let unavailable: Vec<String> = strong.executor.lock().ok().and_then(|e| e.upgrade()).map_or_else(Vec::new, |ex| {
+                    ex.catalog().unavailable_plugins().map(|(p, _)| p.to_string()).collect()
+                });
+                if unavailable.is_empty() {
+                    pause = FIRST_BACKGROUND_RETRY;
+                } else if unavailable.iter().any(|p| strong.retry_in(p).is_zero()) {
+                    strong.refresh().await;
+                    pause = (pause * 2).min(MAX_BACKGROUND_RETRY);
+                }
+                // Never hold the host while waiting: dropping it must end its plugins.
+                drop(strong);
+                tokio::select! {
+                    () = tokio::time::sleep(pause) => {}
+                    () = woken.notified() => {}
+                }
+            }
+        });
     }
 }

@@ -7,6 +7,7 @@
 //! Only `http` and `https` URLs are fetched. [`NetAccess::allows`] is the whole policy,
 //! a pure function with its own tests.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use base64::Engine as _;
@@ -20,9 +21,54 @@ use serde_json::{json, Value};
 pub const MAX_BODY_BYTES: usize = 8 * 1024 * 1024;
 /// Redirects followed per request (each one checked against the allowlist).
 const MAX_REDIRECTS: usize = 10;
-/// Requests of one plugin in flight at once; more wait their turn. Bounds what a
-/// plugin can make the host buffer (this many times [`MAX_BODY_BYTES`]).
+/// Requests of one plugin in flight at once; more wait their turn.
 const MAX_IN_FLIGHT: usize = 16;
+/// What one plugin's fetches may make the host hold at once: the bodies of its requests
+/// (queued or in flight) and of the responses being read, each response counted three
+/// times (the bytes, the text, and the answer line that carries it back).
+pub const FETCH_BUDGET_BYTES: u64 = 64 * 1024 * 1024;
+/// What the host counts for a request beyond its body (URL, headers, bookkeeping).
+const REQUEST_OVERHEAD_BYTES: u64 = 16 * 1024;
+
+/// A byte budget shared by a plugin's fetches; reservations give their bytes back when
+/// dropped.
+#[derive(Debug)]
+struct FetchBudget {
+    limit: u64,
+    used: std::sync::atomic::AtomicU64,
+}
+
+/// Bytes of a [`FetchBudget`] held by one request, until the answer is written.
+pub struct Reservation {
+    budget: Arc<FetchBudget>,
+    bytes: u64,
+}
+
+impl FetchBudget {
+    /// Takes `bytes` more for `held`, or says how much is in use.
+    fn take(&self, held: &mut Reservation, bytes: u64) -> Result<(), u64> {
+        use std::sync::atomic::Ordering;
+        let mut used = self.used.load(Ordering::Acquire);
+        loop {
+            if used.saturating_add(bytes) > self.limit {
+                return Err(used);
+            }
+            match self.used.compare_exchange_weak(used, used + bytes, Ordering::AcqRel, Ordering::Acquire) {
+                Ok(_) => {
+                    held.bytes += bytes;
+                    return Ok(());
+                }
+                Err(now) => used = now,
+            }
+        }
+    }
+}
+
+impl Drop for Reservation {
+    fn drop(&mut self) {
+        self.budget.used.fetch_sub(self.bytes, std::sync::atomic::Ordering::AcqRel);
+    }
+}
 
 /// True when `entry` allows `host` (lowercase) on `port`.
 fn entry_matches(entry: &HostEntry, host: &str, port: u16, default_port: u16) -> bool {
@@ -43,6 +89,7 @@ pub struct NetAccess {
     /// Built on first use, then shared by every request of the plugin.
     client: std::sync::OnceLock<reqwest::Client>,
     in_flight: tokio::sync::Semaphore,
+    budget: Arc<FetchBudget>,
 }
 
 /// The `host/fetch` request's parameters.
@@ -65,8 +112,7 @@ impl NetAccess {
     /// The allowlist of `plugin`, from its manifest's `net.hosts`; requests give up
     /// after `timeout`.
     pub fn new(plugin: &str, hosts: &[String], timeout: Duration) -> Self {
-        // TLS through rustls with the ring provider; a provider installed earlier wins.
-        let _ = rustls::crypto::ring::default_provider().install_default();
+        crate::tls::ensure_provider();
         Self {
             plugin: plugin.to_string(),
             entries: hosts.to_vec(),
@@ -74,6 +120,7 @@ impl NetAccess {
             timeout,
             client: std::sync::OnceLock::new(),
             in_flight: tokio::sync::Semaphore::new(MAX_IN_FLIGHT),
+            budget: Arc::new(FetchBudget { limit: FETCH_BUDGET_BYTES, used: std::sync::atomic::AtomicU64::new(0) }),
         }
     }
 
@@ -98,12 +145,18 @@ impl NetAccess {
     }
 
     /// Performs a `host/fetch` request and builds its answer:
-    /// `{ status, statusText, url, headers: [[name, value]], body | bodyBase64 }`.
-    pub async fn fetch(&self, params: Value) -> Result<Value, String> {
+    /// `{ status, statusText, url, headers: [[name, value]], body | bodyBase64 }`, with
+    /// the bytes it holds of the plugin's budget (give them back once it is written).
+    pub async fn fetch(&self, params: Value) -> Result<(Value, Reservation), String> {
         let request: FetchRequest = serde_json::from_value(params).map_err(|e| format!("api.net.fetch: invalid request: {e}"))?;
         let url = Url::parse(&request.url).map_err(|e| format!("api.net.fetch: {:?} is not a URL: {e}", request.url))?;
         self.allows(&url)?;
         let method = reqwest::Method::from_bytes(request.method.as_bytes()).map_err(|_| format!("api.net.fetch: {:?} is not an HTTP method", request.method))?;
+        // Held from now until the answer is written: a plugin cannot queue more than the
+        // budget, however many requests it sends.
+        let mut held = Reservation { budget: Arc::clone(&self.budget), bytes: 0 };
+        let body_bytes = request.body.as_ref().map_or(0, |b| b.len() as u64);
+        self.budget.take(&mut held, body_bytes + REQUEST_OVERHEAD_BYTES).map_err(|used| self.over_budget(used))?;
         let _slot = self.in_flight.acquire().await.map_err(|_| "api.net.fetch: the host is shutting down".to_string())?;
         let client = match self.client.get() {
             Some(c) => c.clone(),
@@ -134,6 +187,7 @@ impl NetAccess {
             if body.len() + chunk.len() > MAX_BODY_BYTES {
                 return Err(format!("api.net.fetch: the response from {url} is larger than {} MiB", MAX_BODY_BYTES >> 20));
             }
+            self.budget.take(&mut held, 3 * chunk.len() as u64).map_err(|used| self.over_budget(used))?;
             body.extend_from_slice(&chunk);
         }
         let mut answer = json!({ "status": status.as_u16(), "statusText": status.canonical_reason().unwrap_or(""), "url": final_url, "headers": headers });
@@ -141,7 +195,17 @@ impl NetAccess {
             Ok(text) => answer["body"] = Value::String(text),
             Err(e) => answer["bodyBase64"] = Value::String(base64::engine::general_purpose::STANDARD.encode(e.into_bytes())),
         }
-        Ok(answer)
+        Ok((answer, held))
+    }
+
+    /// The refusal of a request that would take the plugin's fetches over their budget.
+    fn over_budget(&self, used: u64) -> String {
+        format!(
+            "api.net.fetch: plugin {}'s requests and responses in flight already hold {} of the {} the host keeps for them; await some fetches before starting more",
+            self.plugin,
+            protocol::cost::mib(used),
+            protocol::cost::mib(self.budget.limit)
+        )
     }
 
     /// A client whose redirects are checked against the same allowlist.
@@ -227,6 +291,20 @@ mod tests {
         // The manifest refuses `*.0.0.1`; the match refuses IP addresses on its own too.
         let numeric = HostEntry { host: "0.0.1".into(), subdomains: true, port: None };
         assert!(!entry_matches(&numeric, "10.0.0.1", 80, 80));
+    }
+
+    #[test]
+    fn the_budget_refuses_what_does_not_fit_and_gets_bytes_back() {
+        let budget = Arc::new(FetchBudget { limit: 100, used: std::sync::atomic::AtomicU64::new(0) });
+        let mut first = Reservation { budget: Arc::clone(&budget), bytes: 0 };
+        assert_eq!(budget.take(&mut first, 60), Ok(()));
+        let mut second = Reservation { budget: Arc::clone(&budget), bytes: 0 };
+        assert_eq!(budget.take(&mut second, 50), Err(60));
+        assert_eq!(budget.take(&mut second, 40), Ok(()));
+        drop(first);
+        assert_eq!(budget.take(&mut second, 50), Ok(()));
+        drop(second);
+        assert_eq!(budget.used.load(std::sync::atomic::Ordering::Acquire), 0);
     }
 
     #[test]

@@ -24,18 +24,23 @@ use tokio::sync::{oneshot, Mutex};
 use tokio_util::codec::{FramedRead, LinesCodec, LinesCodecError};
 use tokio_util::sync::CancellationToken;
 
+use super::backoff::Backoff;
 use super::net::NetAccess;
 use crate::catalog::{ToolDefinition, ToolResult};
 
 /// The longest line a plugin may write (one JSON-RPC message).
 const MAX_LINE_BYTES: usize = 16 * 1024 * 1024;
+/// The most a line may cost once parsed (`protocol::cost::json_cost`): a 16 MiB line of
+/// tiny values would otherwise take the host hundreds of MiB to hold.
+const MAX_LINE_COST: u64 = 64 * 1024 * 1024;
+/// Lines of a plugin's standard error kept for the reason it is unavailable.
+const STDERR_TAIL_LINES: usize = 8;
+/// What introduces a plugin's last stderr lines in a reason.
+const STDERR_MARKER: &str = "its last lines on stderr:";
+/// Longest stderr line kept, in characters.
+const STDERR_TAIL_CHARS: usize = 300;
 /// How long `initialize` and `tools/list` may take.
 const SETUP_TIMEOUT: Duration = Duration::from_secs(20);
-/// The first restart delay after a failure; it doubles up to [`MAX_BACKOFF`].
-const FIRST_BACKOFF: Duration = Duration::from_millis(100);
-const MAX_BACKOFF: Duration = Duration::from_secs(10);
-/// A connection that lived this long resets the backoff when it ends.
-const HEALTHY_AFTER: Duration = Duration::from_secs(60);
 
 /// How to start a process plugin.
 #[derive(Debug, Clone)]
@@ -113,8 +118,14 @@ struct Connection {
     /// Cancelled when the plugin said it is stopping (`host/stopping`): new calls go to
     /// a new process while the answers already on their way still arrive here.
     retired: CancellationToken,
+    /// Calls that timed out since the plugin last answered anything.
+    silent_timeouts: AtomicU64,
     _child: tokio::process::Child,
 }
+
+/// Calls in a row that may time out, with no answer at all in between, before the
+/// plugin is taken for hung (stopped, deadlocked) and replaced by a new process.
+const HUNG_AFTER_TIMEOUTS: u64 = 3;
 
 /// A process plugin.
 pub struct ProcessPlugin {
@@ -123,30 +134,60 @@ pub struct ProcessPlugin {
     backoff: StdMutex<Backoff>,
     /// Notified when the plugin says its tools changed.
     changed: tokio::sync::watch::Sender<u64>,
+    /// The last lines the plugin wrote on standard error (any of its processes).
+    stderr_tail: StderrTail,
 }
 
-#[derive(Debug, Default)]
-struct Backoff {
-    failures: u32,
-    last_failure: Option<Instant>,
-}
+/// The last lines a plugin wrote on standard error, for the reason it is unavailable.
+#[derive(Clone, Default)]
+pub struct StderrTail(Arc<StdMutex<std::collections::VecDeque<String>>>);
 
-impl Backoff {
-    fn delay(&self) -> Duration {
-        match self.last_failure {
-            None => Duration::ZERO,
-            Some(at) => {
-                let wanted = FIRST_BACKOFF.saturating_mul(1 << self.failures.min(10)).min(MAX_BACKOFF);
-                wanted.saturating_sub(at.elapsed())
-            }
+impl StderrTail {
+    /// Keeps `line` (cut), dropping the oldest beyond [`STDERR_TAIL_LINES`].
+    pub fn push(&self, line: &str) {
+        let mut lines = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        if lines.len() == STDERR_TAIL_LINES {
+            lines.pop_front();
         }
+        let mut kept: String = line.chars().take(STDERR_TAIL_CHARS).collect();
+        if kept.len() < line.len() {
+            kept.push('…');
+        }
+        lines.push_back(kept);
+    }
+
+    /// `reason`, followed by the kept lines when there are any.
+    pub fn explain(&self, reason: impl std::fmt::Display) -> String {
+        let reason = reason.to_string();
+        let lines = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        if lines.is_empty() || reason.contains(STDERR_MARKER) {
+            return reason;
+        }
+        let shown: Vec<String> = lines.iter().map(|l| format!("  | {l}")).collect();
+        format!("{reason}\n{STDERR_MARKER}\n{}", shown.join("\n"))
     }
 }
 
 impl ProcessPlugin {
     /// A plugin that starts on first use.
     pub fn new(config: ProcessConfig) -> Arc<Self> {
-        Arc::new(Self { config, connection: Mutex::new(None), backoff: StdMutex::new(Backoff::default()), changed: tokio::sync::watch::channel(0).0 })
+        Arc::new(Self {
+            config,
+            connection: Mutex::new(None),
+            backoff: StdMutex::new(Backoff::default()),
+            changed: tokio::sync::watch::channel(0).0,
+            stderr_tail: StderrTail::default(),
+        })
+    }
+
+    /// What the plugin last wrote on standard error.
+    pub fn stderr_tail(&self) -> &StderrTail {
+        &self.stderr_tail
+    }
+
+    /// How long until the plugin may be started again after a failure (zero: now).
+    pub fn retry_in(&self) -> Duration {
+        self.backoff.lock().map(|b| b.delay()).unwrap_or_default()
     }
 
     /// The plugin's name.
@@ -159,9 +200,11 @@ impl ProcessPlugin {
         self.changed.subscribe()
     }
 
-    /// Asks the plugin for its tools (`tools/list`), starting it if needed.
-    pub async fn list_tools(self: &Arc<Self>) -> Result<Vec<ToolDefinition>, PluginError> {
-        let result = self.request("tools/list", json!({}), SETUP_TIMEOUT, None).await?;
+    /// Asks the plugin for its tools (`tools/list`), starting it if needed (at once, or
+    /// after the rest of its backoff when `wait` is true; without `wait`, a plugin still
+    /// backing off fails at once).
+    pub async fn list_tools(self: &Arc<Self>, wait: bool) -> Result<Vec<ToolDefinition>, PluginError> {
+        let result = self.request_with("tools/list", json!({}), SETUP_TIMEOUT, None, wait).await?;
         let tools = result.get("tools").cloned().unwrap_or(Value::Null);
         serde_json::from_value(tools).map_err(|e| PluginError::Gone {
             plugin: self.config.name.clone(),
@@ -183,7 +226,12 @@ impl ProcessPlugin {
 
     /// Sends a request and waits for its answer, its timeout or its cancellation.
     async fn request(self: &Arc<Self>, method: &str, params: Value, timeout: Duration, cancel: Option<CancellationToken>) -> Result<Value, PluginError> {
-        let connection = self.connected().await?;
+        self.request_with(method, params, timeout, cancel, true).await
+    }
+
+    /// [`ProcessPlugin::request`]; `wait` says whether a start waits out the backoff.
+    async fn request_with(self: &Arc<Self>, method: &str, params: Value, timeout: Duration, cancel: Option<CancellationToken>, wait: bool) -> Result<Value, PluginError> {
+        let connection = self.connected(wait).await?;
         let id = connection.next_id.fetch_add(1, Ordering::Relaxed);
         let (tx, rx) = oneshot::channel();
         connection.pending.lock().unwrap_or_else(|p| p.into_inner()).insert(id, tx);
@@ -208,6 +256,17 @@ impl ProcessPlugin {
         };
         guard.armed = matches!(outcome, Err(PluginError::Timeout { .. } | PluginError::Cancelled));
         drop(guard);
+        match &outcome {
+            Err(PluginError::Timeout { .. }) => {
+                let silent = connection.silent_timeouts.fetch_add(1, Ordering::AcqRel) + 1;
+                if silent >= HUNG_AFTER_TIMEOUTS && !connection.dead.is_cancelled() {
+                    tracing::warn!("plugin {}: {silent} calls in a row timed out without any answer; it is taken for hung and restarted", self.config.name);
+                    connection.dead.cancel();
+                }
+            }
+            Ok(_) | Err(PluginError::Rpc { .. }) => connection.silent_timeouts.store(0, Ordering::Release),
+            Err(_) => {}
+        }
         outcome.map_err(|e| match e {
             PluginError::Rpc { plugin, message, .. } => PluginError::Rpc { plugin, method: method.into(), message },
             other => other,
@@ -218,8 +277,9 @@ impl ProcessPlugin {
         write_line(&connection.stdin, &connection.dead, message).await.map_err(|reason| PluginError::Gone { plugin: self.config.name.clone(), reason })
     }
 
-    /// The live connection, or a new one (after the backoff, if the last one failed).
-    async fn connected(self: &Arc<Self>) -> Result<Arc<Connection>, PluginError> {
+    /// The live connection, or a new one (after the backoff, if the last one failed:
+    /// waited out when `wait`, refused at once otherwise).
+    async fn connected(self: &Arc<Self>, wait: bool) -> Result<Arc<Connection>, PluginError> {
         let mut slot = self.connection.lock().await;
         if let Some(c) = slot.as_ref() {
             if !c.dead.is_cancelled() && !c.retired.is_cancelled() {
@@ -227,8 +287,11 @@ impl ProcessPlugin {
             }
             *slot = None;
         }
-        let delay = self.backoff.lock().map(|b| b.delay()).unwrap_or_default();
+        let delay = self.retry_in();
         if !delay.is_zero() {
+            if !wait {
+                return Err(PluginError::Start { plugin: self.config.name.clone(), reason: format!("it failed recently and is tried again in {:.1} s", delay.as_secs_f64()) });
+            }
             tokio::time::sleep(delay).await;
         }
         match self.start().await {
@@ -245,22 +308,14 @@ impl ProcessPlugin {
 
     fn record_failure(&self) {
         if let Ok(mut b) = self.backoff.lock() {
-            b.failures = b.failures.saturating_add(1);
-            b.last_failure = Some(Instant::now());
+            b.failed();
         }
     }
 
     async fn start(self: &Arc<Self>) -> Result<Arc<Connection>, PluginError> {
         let name = self.config.name.clone();
-        let mut command = tokio::process::Command::new(&self.config.command);
-        command.args(&self.config.args).env_clear().stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped()).kill_on_drop(true);
-        if let Some(path) = std::env::var_os("PATH") {
-            command.env("PATH", path);
-        }
-        command.envs(self.config.env.iter().map(|(k, v)| (k, v)));
-        if let Some(cwd) = &self.config.cwd {
-            command.current_dir(cwd);
-        }
+        let mut command = plugin_command(&self.config.command, &self.config.args, &self.config.env, self.config.cwd.as_deref());
+        command.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped()).kill_on_drop(true);
         let mut child = command.spawn().map_err(|e| PluginError::Start { plugin: name.clone(), reason: format!("{}: {e}", self.config.command.display()) })?;
         let (Some(stdin), Some(stdout), Some(stderr)) = (child.stdin.take(), child.stdout.take(), child.stderr.take()) else {
             return Err(PluginError::Start { plugin: name, reason: "its standard streams are missing".into() });
@@ -271,9 +326,10 @@ impl ProcessPlugin {
             next_id: AtomicU64::new(1),
             dead: CancellationToken::new(),
             retired: CancellationToken::new(),
+            silent_timeouts: AtomicU64::new(0),
             _child: child,
         });
-        tokio::spawn(log_stderr(name.clone(), stderr));
+        tokio::spawn(log_stderr(name.clone(), stderr, self.stderr_tail.clone()));
         tokio::spawn(read_answers(
             Arc::downgrade(self),
             name.clone(),
@@ -354,6 +410,10 @@ async fn read_answers(
             Some(Ok(line)) if line.trim().is_empty() => continue,
             Some(Ok(line)) => line,
         };
+        let cost = protocol::cost::json_cost(&line);
+        if cost > MAX_LINE_COST {
+            break format!("it wrote a message too large to hold: {} once parsed (at most {})", protocol::cost::mib(cost), protocol::cost::mib(MAX_LINE_COST));
+        }
         let message: Value = match serde_json::from_str(&line) {
             Ok(m) => m,
             Err(_) => break format!("it wrote something that is not JSON-RPC: {:?}", line.chars().take(80).collect::<String>()),
@@ -385,17 +445,18 @@ async fn read_answers(
         tracing::warn!("plugin {name}: {reason}");
     }
     let waiters: Vec<_> = pending.lock().unwrap_or_else(|p| p.into_inner()).drain().collect();
+    if !waiters.is_empty() {
+        // What the plugin said on its way out helps whoever reads the failure.
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let explained = plugin.upgrade().map_or_else(|| reason.clone(), |p| p.stderr_tail.explain(&reason));
     for (_, waiter) in waiters {
-        let _ = waiter.send(Err(PluginError::Gone { plugin: name.clone(), reason: reason.clone() }));
+        let _ = waiter.send(Err(PluginError::Gone { plugin: name.clone(), reason: explained.clone() }));
     }
     if let Some(plugin) = plugin.upgrade() {
-        if started.elapsed() > HEALTHY_AFTER {
-            // It worked for a while: start the backoff over.
-            if let Ok(mut b) = plugin.backoff.lock() {
-                *b = Backoff::default();
-            }
+        if let Ok(mut b) = plugin.backoff.lock() {
+            b.failed_after(started.elapsed());
         }
-        plugin.record_failure();
     }
 }
 
@@ -438,6 +499,11 @@ impl PluginRequests {
                         () = token.cancelled() => return,
                     };
                     running.lock().unwrap_or_else(|p| p.into_inner()).remove(&key);
+                    // The budget is given back once the answer is written.
+                    let (answer, _held) = match answer {
+                        Ok((value, held)) => (Ok(value), Some(held)),
+                        Err(why) => (Err(why), None),
+                    };
                     write_reply(&stdin, &dead, id, answer).await;
                 });
             }
@@ -450,6 +516,32 @@ impl PluginRequests {
         let (stdin, dead) = (Arc::clone(&self.stdin), self.dead.clone());
         tokio::spawn(async move { write_reply(&stdin, &dead, id, answer).await });
     }
+}
+
+/// The command that starts a plugin process: `args` as written, run in `cwd`, with an
+/// environment of only `PATH` and `env`, and killed when the host dies (the host's
+/// thread that started it, which lives as long as the host's runtime).
+pub(crate) fn plugin_command(program: &std::path::Path, args: &[String], env: &[(String, String)], cwd: Option<&std::path::Path>) -> tokio::process::Command {
+    let mut command = tokio::process::Command::new(program);
+    command.args(args).env_clear();
+    if let Some(path) = std::env::var_os("PATH") {
+        command.env("PATH", path);
+    }
+    command.envs(env.iter().map(|(k, v)| (k, v)));
+    if let Some(cwd) = cwd {
+        command.current_dir(cwd);
+    }
+    // SAFETY: runs in the child between fork and exec; prctl(PR_SET_PDEATHSIG) is
+    // async-signal-safe and touches no memory of ours.
+    unsafe {
+        command.pre_exec(|| {
+            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong, 0, 0, 0) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    command
 }
 
 /// Writes one message line to the plugin. A plugin that stops reading (the write fails,
@@ -478,32 +570,19 @@ async fn write_reply(stdin: &Stdin, dead: &CancellationToken, id: Value, answer:
     let _ = write_line(stdin, dead, &message).await;
 }
 
-/// Forwards the plugin's stderr to the host's log, a line at a time.
-async fn log_stderr(name: String, stderr: tokio::process::ChildStderr) {
+/// Forwards the plugin's stderr to the host's log, a line at a time, keeping the last
+/// lines in `tail`.
+pub(crate) async fn log_stderr<R: tokio::io::AsyncRead + Unpin>(name: String, stderr: R, tail: StderrTail) {
     let mut lines = FramedRead::new(stderr, LinesCodec::new_with_max_length(64 * 1024));
     while let Some(line) = lines.next().await {
         match line {
-            Ok(line) => tracing::info!(plugin = %name, "{line}"),
+            Ok(line) => {
+                tail.push(&line);
+                tracing::info!(plugin = %name, "{line}");
+            }
             // Keep draining: a plugin blocked on a full stderr pipe would hang.
             Err(LinesCodecError::MaxLineLengthExceeded) => continue,
             Err(_) => break,
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn backoff_doubles_up_to_its_cap_and_starts_at_zero() {
-        let mut b = Backoff::default();
-        assert_eq!(b.delay(), Duration::ZERO);
-        b.failures = 1;
-        b.last_failure = Some(Instant::now());
-        let d = b.delay();
-        assert!(d > Duration::from_millis(150) && d <= Duration::from_millis(200), "{d:?}");
-        b.failures = 30;
-        assert!(b.delay() <= MAX_BACKOFF && b.delay() > MAX_BACKOFF - Duration::from_millis(50));
     }
 }

@@ -1,271 +1,384 @@
-// The worker's JavaScript side, evaluated once per process before any user code.
+// The program runtime's JavaScript side, evaluated once per process before any user
+// code (after `common.js`, in the same function of `primordials`).
 //
-// It takes the three codemode ops out of Deno.core, builds `console`, registers the
-// driver that runs one program, and then strips the global scope down to the
-// ECMAScript language, `tools` (added per program) and `console`. If anything else
-// is left on the global object, it throws: the worker must not run user code then.
-(function bootstrap() {
-  "use strict";
-  const core = globalThis.Deno.core;
-  const {
-    op_codemode_tool_call: opToolCall,
-    op_codemode_console: opConsole,
-    op_codemode_register_driver: opRegisterDriver,
-    op_codemode_program: opProgram,
-    op_codemode_finish: opFinish,
-  } = core.ops;
+// It takes the codemode ops out of Deno.core, builds `console`, registers the driver
+// that runs one program, and strips the global scope down to the ECMAScript language,
+// `tools` (added per program) and `console`. If anything else is left on the global
+// object, it throws: the worker must not run user code then.
+//
+// Whatever a program throws, rejects or leaves behind ends in an outcome the driver
+// reports itself (`op_codemode_finish`): no exception of the program reaches
+// deno_core's error conversion, which cannot describe every value.
+const { defineValue, describeThrown, isEngineInternal, makeConsole, setLine1Prefix } = common;
+const core = globalThis.Deno.core;
+const {
+  op_codemode_tool_call: opToolCall,
+  op_codemode_console: opConsole,
+  op_codemode_register_driver: opRegisterDriver,
+  op_codemode_program: opProgram,
+  op_codemode_finish: opFinish,
+  op_codemode_out_of_memory: opOutOfMemory,
+  op_codemode_register_describer: opRegisterDescriber,
+} = core.ops;
 
-  // Intrinsics captured before user code can replace them.
-  const ObjectCreate = Object.create;
-  const ObjectFreeze = Object.freeze;
-  const ObjectKeys = Object.keys;
-  const ObjectDefineProperty = Object.defineProperty;
-  const ObjectGetPrototypeOf = Object.getPrototypeOf;
-  const ReflectApply = Reflect.apply;
-  const ReflectOwnKeys = Reflect.ownKeys;
-  const ReflectHas = Reflect.has;
-  const ReflectGet = Reflect.get;
-  const JSONStringify = JSON.stringify;
-  const JSONParse = JSON.parse;
-  const PromiseReject = Promise.reject.bind(Promise);
-  const PromiseThen = Promise.prototype.then;
-  const ArrayIsArray = Array.isArray;
-  const ArrayPrototypeJoin = Array.prototype.join;
-  const ArrayPrototypeMap = Array.prototype.map;
-  const ArrayPrototypeSort = Array.prototype.sort;
-  const ArrayPrototypeSlice = Array.prototype.slice;
-  const StringPrototypeReplace = String.prototype.replace;
-  const MathMin = Math.min;
-  const MathMax = Math.max;
-  const StringCtor = String;
-  const ErrorCtor = Error;
-  const TypeErrorCtor = TypeError;
-  const ProxyCtor = Proxy;
-  const SetCtor = Set;
-  const SetHas = Set.prototype.has;
-  const SetAdd = Set.prototype.add;
-  const StringPrototypeSplit = String.prototype.split;
-  const StringPrototypeIncludes = String.prototype.includes;
-  const ArrayPrototypeFilter = Array.prototype.filter;
-  const SetDelete = Set.prototype.delete;
-  const RegExpPrototypeExec = RegExp.prototype.exec;
-  let line1Prefix = 0;
-  // A stack as the program's author reads it: no bootstrap frames, line-1 columns
-  // without the wrapper's prefix.
-  const cleanStack = (stack) => {
-    const lines = call(ArrayPrototypeFilter, call(StringPrototypeSplit, stack, "\n"), (l) => !call(StringPrototypeIncludes, l, "codemode:"));
-    return call(ArrayPrototypeJoin, call(ArrayPrototypeMap, lines, (l) => call(StringPrototypeReplace, l, /program\.js:1:(\d+)/g, (_, c) => `program.js:1:${MathMax(1, c - line1Prefix)}`)), "\n");
-  };
-  const errorStack = (e) => { try { const s = e.stack; return typeof s === "string" ? cleanStack(s) : undefined; } catch { return undefined; } };
+const {
+  ArrayPrototypePush,
+  ArrayPrototypeJoin,
+  ArrayPrototypeSort,
+  Error: ProgramError,
+  JSONParse,
+  JSONStringify,
+  MathMin,
+  ObjectCreate,
+  ObjectFreeze,
+  ObjectGetPrototypeOf,
+  ObjectPrototype,
+  PromisePrototypeThen,
+  PromiseReject,
+  PromiseResolve,
+  Proxy: ProxyCtor,
+  ReflectGet,
+  ReflectHas,
+  ReflectOwnKeys,
+  ReflectApply,
+  ReflectConstruct,
+  ReflectDeleteProperty,
+  SafeSet,
+  SetPrototypeHas,
+  StringPrototypeCharCodeAt,
+  StringPrototypeToLowerCase,
+  StringPrototypeSlice,
+  StringPrototypeIndexOf,
+  TypeError: ProgramTypeError,
+} = primordials;
 
-  const call = (fn, self, ...args) => ReflectApply(fn, self, args);
+/** The `program.js:1:C` columns a stack shows include the wrapper's prefix; set per program. */
+let line1Prefix = 0;
 
-  // ---------------------------------------------------------------- console
-  // Levels match protocol::ConsoleLevel: 0 log, 1 debug, 2 warn, 3 error.
-  function inspect(value, seen, depth) {
-    switch (typeof value) {
-      case "string": return depth === 0 ? value : JSONStringify(value);
-      case "number": case "boolean": case "undefined": return StringCtor(value);
-      case "bigint": return `${value}n`;
-      case "symbol": return value.toString();
-      case "function": return `[Function ${value.name || "(anonymous)"}]`;
-    }
-    if (value === null) return "null";
-    if (value instanceof ErrorCtor) return errorStack(value) || `${value.name}: ${value.message}`;
-    if (call(SetHas, seen, value)) return "[Circular]";
-    if (depth > 6) return ArrayIsArray(value) ? "[Array]" : "[Object]";
-    call(SetAdd, seen, value);
+// ------------------------------------------------------------------ console
+const consoleObject = makeConsole((level, text) => opConsole(level, text));
+
+// ------------------------------------------------- SharedArrayBuffer memory
+// QuickJS allocates SharedArrayBuffer memory outside its heap accounting; when the OS
+// limit refuses it, the engine throws a value that is not an ECMAScript value. The
+// constructor and `slice` are wrapped so that such a failure ends the program as the
+// memory limit before the program can see the value.
+const OriginalSharedArrayBuffer = globalThis.SharedArrayBuffer;
+if (typeof OriginalSharedArrayBuffer === "function") {
+  const SharedArrayBufferPrototype = OriginalSharedArrayBuffer.prototype;
+  const originalSlice = SharedArrayBufferPrototype.slice;
+  const guarded = (allocate) => {
     try {
-      if (ArrayIsArray(value)) {
-        const items = call(ArrayPrototypeMap, call(ArrayPrototypeSlice, value, 0, 100), (v) => inspect(v, seen, depth + 1));
-        if (value.length > 100) items.push(`... ${value.length - 100} more items`);
-        return `[ ${call(ArrayPrototypeJoin, items, ", ")} ]`;
-      }
-      const keys = ObjectKeys(value);
-      const parts = [];
-      for (let i = 0; i < keys.length && i < 100; i++) {
-        parts.push(`${keys[i]}: ${inspect(value[keys[i]], seen, depth + 1)}`);
-      }
-      if (keys.length > 100) parts.push(`... ${keys.length - 100} more keys`);
-      return parts.length ? `{ ${call(ArrayPrototypeJoin, parts, ", ")} }` : "{}";
+      return allocate();
     } catch (e) {
-      return "[Uninspectable]";
-    } finally {
-      call(SetDelete, seen, value);
+      if (isEngineInternal(e)) {
+        opOutOfMemory();
+        throw new ProgramError("unreachable: the program was stopped at its memory limit");
+      }
+      throw e;
+    }
+  };
+  const handler = ObjectCreate(null);
+  handler.construct = (target, args, newTarget) =>
+    guarded(() => ReflectConstruct(target, args, newTarget === WrappedSharedArrayBuffer ? target : newTarget));
+  const WrappedSharedArrayBuffer = new ProxyCtor(OriginalSharedArrayBuffer, handler);
+  defineValue(SharedArrayBufferPrototype, "constructor", WrappedSharedArrayBuffer, { __proto__: null, writable: true, configurable: true });
+  defineValue(SharedArrayBufferPrototype, "slice", function slice(start, end) {
+    return guarded(() => ReflectApply(originalSlice, this, [start, end]));
+  }, { __proto__: null, writable: true, configurable: true });
+  defineValue(globalThis, "SharedArrayBuffer", WrappedSharedArrayBuffer, { __proto__: null, writable: true, configurable: true });
+}
+
+// -------------------------------------------------------------------- tools
+/** A name with characters other than letters, digits, _ and $ is also reachable with _ in their place. */
+function alias(name) {
+  let out = "";
+  for (let i = 0; i < name.length; i++) {
+    const c = StringPrototypeCharCodeAt(name, i);
+    const keep = (c >= 48 && c <= 57) || (c >= 65 && c <= 90) || (c >= 97 && c <= 122) || c === 95 || c === 36;
+    out += keep ? StringPrototypeSlice(name, i, i + 1) : "_";
+  }
+  return out;
+}
+
+function editDistance(a, b) {
+  const prev = [];
+  for (let j = 0; j <= b.length; j++) prev[j] = j;
+  for (let i = 1; i <= a.length; i++) {
+    let diag = prev[0];
+    prev[0] = i;
+    for (let j = 1; j <= b.length; j++) {
+      const up = prev[j];
+      prev[j] = MathMin(prev[j] + 1, prev[j - 1] + 1, diag + (a[i - 1] === b[j - 1] ? 0 : 1));
+      diag = up;
     }
   }
-  function writer(level) {
-    return function (...args) {
-      const parts = [];
-      for (let i = 0; i < args.length; i++) parts.push(inspect(args[i], new SetCtor(), 0));
-      opConsole(level, call(ArrayPrototypeJoin, parts, " "));
-    };
-  }
-  const consoleObject = ObjectCreate(Object.prototype);
-  for (const [name, level] of [["log", 0], ["info", 0], ["debug", 1], ["trace", 1], ["warn", 2], ["error", 3]]) {
-    ObjectDefineProperty(consoleObject, name, { value: writer(level), writable: true, enumerable: true, configurable: true });
-  }
+  return prev[b.length];
+}
 
-  // ------------------------------------------------------------------ tools
-  // A name with characters other than letters, digits, _ and $ is also reachable with _ in their place.
-  const alias = (name) => call(StringPrototypeReplace, name, /[^A-Za-z0-9_$]/g, "_");
+/** Distance between two names; "plugin.tool" pairs score plugin and tool apart. */
+function distance(a, b) {
+  const da = StringPrototypeIndexOf(a, "."), db = StringPrototypeIndexOf(b, ".");
+  if (da >= 0 && db >= 0) {
+    return editDistance(StringPrototypeSlice(a, 0, da), StringPrototypeSlice(b, 0, db)) + editDistance(StringPrototypeSlice(a, da + 1), StringPrototypeSlice(b, db + 1));
+  }
+  return editDistance(a, b);
+}
 
-  function editDistance(a, b) {
-    const prev = [];
-    for (let j = 0; j <= b.length; j++) prev[j] = j;
-    for (let i = 1; i <= a.length; i++) {
-      let diag = prev[0];
-      prev[0] = i;
-      for (let j = 1; j <= b.length; j++) {
-        const up = prev[j];
-        prev[j] = MathMin(prev[j] + 1, prev[j - 1] + 1, diag + (a[i - 1] === b[j - 1] ? 0 : 1));
-        diag = up;
-      }
-    }
-    return prev[b.length];
+/** The (at most three) candidates nearest to `wanted`. */
+function closest(wanted, candidates) {
+  const scored = [];
+  const lower = StringPrototypeToLowerCase(wanted);
+  for (let i = 0; i < candidates.length; i++) {
+    ArrayPrototypePush(scored, { __proto__: null, score: distance(lower, StringPrototypeToLowerCase(candidates[i])), name: candidates[i] });
   }
-  // Candidates nearest to `wanted`; a "plugin.tool" pair scores plugin and tool apart.
-  function distance(a, b) {
-    const pa = call(StringPrototypeSplit, a, "."), pb = call(StringPrototypeSplit, b, ".");
-    if (pa.length === 2 && pb.length === 2) return editDistance(pa[0], pb[0]) + editDistance(pa[1], pb[1]);
-    return editDistance(a, b);
-  }
-  function closest(wanted, candidates) {
-    const scored = call(ArrayPrototypeMap, candidates, (c) => [distance(wanted.toLowerCase(), c.toLowerCase()), c]);
-    call(ArrayPrototypeSort, scored, (x, y) => x[0] - y[0] || (x[1] < y[1] ? -1 : 1));
-    return call(ArrayPrototypeMap, call(ArrayPrototypeSlice, scored, 0, 3), (s) => s[1]);
-  }
-  // Property names that must stay undefined so that `await tools.x`, JSON.stringify and
-  // similar protocol lookups see an ordinary object, not a tool.
-  const NOT_TOOLS = new SetCtor(["then", "catch", "finally", "toJSON", "constructor", "prototype", "__proto__", "inspect"]);
+  ArrayPrototypeSort(scored, (x, y) => x.score - y.score || (x.name < y.name ? -1 : 1));
+  const out = [];
+  for (let i = 0; i < scored.length && i < 3; i++) ArrayPrototypePush(out, scored[i].name);
+  return out;
+}
 
-  function unknownTool(message) {
-    return function () { return PromiseReject(new ErrorCtor(message)); };
-  }
+/**
+ * Property names that stay undefined, so that `await tools.x`, JSON.stringify and
+ * similar protocol lookups see an ordinary object, not a tool.
+ */
+const NOT_TOOLS = new SafeSet(["then", "catch", "finally", "toJSON", "constructor", "prototype", "__proto__", "inspect"]);
 
-  function makeTool(plugin, tool) {
-    const onAnswer = (text) => JSONParse(text);
-    const onFailure = (error) => { throw new ErrorCtor(error && error.message); };
-    return function (input) {
-      let text;
-      try {
-        text = input === undefined ? "{}" : JSONStringify(input);
-      } catch (e) {
-        return PromiseReject(new TypeErrorCtor(`tools.${plugin}.${tool}: the input cannot be sent as JSON: ${e && e.message}`));
-      }
-      if (text === undefined) {
-        return PromiseReject(new TypeErrorCtor(`tools.${plugin}.${tool}: the input must be a JSON value, not a ${typeof input}`));
-      }
-      return call(PromiseThen, opToolCall(plugin, tool, text), onAnswer, onFailure);
-    };
-  }
+/** A function that rejects with `message`, standing in for a tool that does not exist. */
+function rejecting(message) {
+  return function () { return PromiseReject(new ProgramError(message)); };
+}
 
-  function guarded(target, describeMissing) {
-    return new ProxyCtor(target, {
-      get(t, prop, receiver) {
-        if (typeof prop !== "string" || ReflectHas(t, prop) || call(SetHas, NOT_TOOLS, prop)) return ReflectGet(t, prop, receiver);
-        return describeMissing(prop);
-      },
-    });
-  }
-
-  function buildTools(catalog) {
-    const root = ObjectCreate(Object.prototype);
-    const allTools = [];
-    for (const { plugin, tools } of catalog) {
-      for (const tool of tools) allTools.push(`${plugin}.${tool}`);
-    }
-    for (const { plugin, tools } of catalog) {
-      const group = ObjectCreate(Object.prototype);
-      const names = [];
-      for (const tool of tools) {
-        const fn = makeTool(plugin, tool);
-        ObjectDefineProperty(fn, "name", { value: tool });
-        ObjectDefineProperty(group, tool, { value: fn, enumerable: true });
-        names.push(tool);
-      }
-      // Aliases after every real name: a tool named get_x wins over get-x's alias.
-      for (const tool of tools) {
-        const a = alias(tool);
-        if (a !== tool && !ReflectHas(group, a)) ObjectDefineProperty(group, a, { value: group[tool], enumerable: false });
-      }
-      ObjectFreeze(group);
-      const proxy = guarded(group, (prop) => {
-        const near = closest(prop, names);
-        const hint = near.length ? ` Did you mean ${call(ArrayPrototypeJoin, call(ArrayPrototypeMap, near, (n) => `tools.${alias(plugin)}.${alias(n)}`), ", ")}?` : ` The plugin ${plugin} has no tools.`;
-        return unknownTool(`Unknown tool tools.${alias(plugin)}.${prop}.${hint}`);
-      });
-      ObjectDefineProperty(root, plugin, { value: proxy, enumerable: true });
-    }
-    // Aliases after every real name, as for tools.
-    for (const { plugin } of catalog) {
-      const a = alias(plugin);
-      if (a !== plugin && !ReflectHas(root, a)) ObjectDefineProperty(root, a, { value: root[plugin], enumerable: false });
-    }
-    ObjectFreeze(root);
-    return guarded(root, (plugin) => {
-      const missing = (tool) => {
-        const near = closest(`${plugin}.${tool}`, allTools);
-        const hint = near.length ? ` Did you mean ${call(ArrayPrototypeJoin, call(ArrayPrototypeMap, near, (n) => `tools.${n}`), ", ")}?` : " No tools are available.";
-        return unknownTool(`Unknown tool tools.${plugin}.${tool}: there is no plugin ${plugin}.${hint}`);
-      };
-      return guarded(ObjectCreate(Object.prototype), missing);
-    });
-  }
-
-  // ----------------------------------------------------------------- result
-  function serialize(value, form) {
-    if (value === undefined) return opFinish("undefined", "");
-    if (typeof value === "function") return opFinish("unserializable", "the program returned a function; return data (an object, array, string, number, boolean or null) instead");
-    if (typeof value === "symbol") return opFinish("unserializable", "the program returned a symbol; return data instead");
+function makeTool(plugin, tool) {
+  const name = `tools.${alias(plugin)}.${alias(tool)}`;
+  const onAnswer = (text) => JSONParse(text);
+  const onFailure = (error) => { throw new ProgramError(describeThrown(error, 0).message); };
+  return function (input) {
     let text;
     try {
-      text = JSONStringify(value, function (key, v) {
-        if (typeof v === "function") throw new TypeErrorCtor(`a function at key ${JSONStringify(key)} cannot be written as JSON`);
-        if (typeof v === "symbol") throw new TypeErrorCtor(`a symbol at key ${JSONStringify(key)} cannot be written as JSON`);
-        return v;
-      });
+      text = input === undefined ? "{}" : JSONStringify(input);
     } catch (e) {
-      return opFinish("unserializable", `the returned value cannot be written as JSON: ${e && e.message}`);
+      return PromiseReject(new ProgramTypeError(`${name}: the input cannot be sent as JSON: ${describeThrown(e, 0).message}`));
     }
-    return opFinish("json", text);
-  }
+    if (typeof text !== "string") {
+      return PromiseReject(new ProgramTypeError(`${name}: the input must be a JSON value, not a ${typeof input}`));
+    }
+    return PromisePrototypeThen(opToolCall(plugin, tool, text), onAnswer, onFailure);
+  };
+}
 
-  // ----------------------------------------------------------------- driver
-  // Called from Rust with the compiled program (a function of `tools`).
-  async function drive(program) {
-    const { catalog, expression, line1_prefix } = opProgram();
-    line1Prefix = line1_prefix;
-    const tools = buildTools(catalog);
-    ObjectDefineProperty(globalThis, "tools", { value: tools, enumerable: false, configurable: false, writable: false });
-    let value = await program(tools);
-    if (expression && typeof value === "function") value = await value(tools);
-    serialize(value);
-  }
-  opRegisterDriver(drive);
+/** A frozen object whose missing string properties are `describeMissing(name)`. */
+function guarded(target, describeMissing) {
+  const handler = ObjectCreate(null);
+  handler.get = (t, prop, receiver) => {
+    if (typeof prop !== "string" || ReflectHas(t, prop) || SetPrototypeHas(NOT_TOOLS, prop)) return ReflectGet(t, prop, receiver);
+    return describeMissing(prop);
+  };
+  return new ProxyCtor(target, handler);
+}
 
-  // ------------------------------------------------------- global scope audit
-  // The ECMAScript language (ECMA-262 and ECMA-402 globals) and nothing else.
-  const LANGUAGE = new SetCtor([
-    "globalThis", "Infinity", "NaN", "undefined", "eval", "isFinite", "isNaN", "parseFloat", "parseInt",
-    "decodeURI", "decodeURIComponent", "encodeURI", "encodeURIComponent", "escape", "unescape",
-    "Object", "Function", "Boolean", "Symbol", "Error", "AggregateError", "EvalError", "RangeError",
-    "ReferenceError", "SyntaxError", "TypeError", "URIError", "SuppressedError", "Number", "BigInt", "Math", "Date",
-    "String", "RegExp", "Array", "Int8Array", "Uint8Array", "Uint8ClampedArray", "Int16Array", "Uint16Array",
-    "Int32Array", "Uint32Array", "BigInt64Array", "BigUint64Array", "Float16Array", "Float32Array", "Float64Array",
-    "Map", "Set", "WeakMap", "WeakSet", "ArrayBuffer", "SharedArrayBuffer", "DataView", "Atomics", "JSON",
-    "WeakRef", "FinalizationRegistry", "Iterator", "Promise", "Proxy", "Reflect", "DisposableStack",
-    "AsyncDisposableStack", "Intl", "Temporal",
-  ]);
-  for (const key of ReflectOwnKeys(globalThis)) {
-    if (typeof key === "string" && call(SetHas, LANGUAGE, key)) continue;
-    delete globalThis[key];
+function hint(names) {
+  return names.length ? ` Did you mean ${ArrayPrototypeJoin(names, ", ")}?` : "";
+}
+
+/** `tools` for one program: `catalog` is [{ plugin, tools, unavailable? }]. */
+function buildTools(catalog) {
+  const root = ObjectCreate(ObjectPrototype);
+  const allTools = [];
+  const unavailable = ObjectCreate(null);
+  for (let p = 0; p < catalog.length; p++) {
+    const entry = catalog[p];
+    if (entry.unavailable !== undefined && entry.unavailable !== null) {
+      unavailable[entry.plugin] = entry.unavailable;
+      unavailable[alias(entry.plugin)] = entry.unavailable;
+      continue;
+    }
+    for (let t = 0; t < entry.tools.length; t++) ArrayPrototypePush(allTools, `${entry.plugin}.${entry.tools[t]}`);
   }
-  ObjectDefineProperty(globalThis, "console", { value: consoleObject, writable: true, enumerable: false, configurable: true });
-  const left = [];
-  for (const key of ReflectOwnKeys(globalThis)) {
-    if (typeof key !== "string" || (!call(SetHas, LANGUAGE, key) && key !== "console")) left.push(StringCtor(key));
+  for (let p = 0; p < catalog.length; p++) {
+    const { plugin, tools } = catalog[p];
+    if (unavailable[plugin] !== undefined) continue;
+    const group = ObjectCreate(ObjectPrototype);
+    for (let t = 0; t < tools.length; t++) {
+      const fn = makeTool(plugin, tools[t]);
+      defineValue(fn, "name", tools[t], { __proto__: null, configurable: true });
+      defineValue(group, tools[t], fn, { __proto__: null, enumerable: true });
+    }
+    // Aliases after every real name: a tool named get_x wins over get-x's alias.
+    for (let t = 0; t < tools.length; t++) {
+      const a = alias(tools[t]);
+      if (a !== tools[t] && !ReflectHas(group, a)) defineValue(group, a, group[tools[t]]);
+    }
+    ObjectFreeze(group);
+    const names = tools;
+    const proxy = guarded(group, (prop) => {
+      const near = closest(prop, names);
+      const shown = [];
+      for (let i = 0; i < near.length; i++) ArrayPrototypePush(shown, `tools.${alias(plugin)}.${alias(near[i])}`);
+      return rejecting(`Unknown tool tools.${alias(plugin)}.${prop}.${near.length ? hint(shown) : ` The plugin ${plugin} has no tools.`}`);
+    });
+    defineValue(root, plugin, proxy, { __proto__: null, enumerable: true });
   }
-  if (left.length) throw new ErrorCtor(`the global scope still holds non-language names after cleanup: ${call(ArrayPrototypeJoin, left, ", ")}`);
-  if (ObjectGetPrototypeOf(globalThis) !== Object.prototype) throw new ErrorCtor("the global object has an unexpected prototype");
-})();
+  for (let p = 0; p < catalog.length; p++) {
+    const plugin = catalog[p].plugin;
+    const a = alias(plugin);
+    if (a !== plugin && !ReflectHas(root, a) && ReflectHas(root, plugin)) defineValue(root, a, root[plugin]);
+  }
+  ObjectFreeze(root);
+  return guarded(root, (plugin) => {
+    const reason = unavailable[plugin];
+    if (reason !== undefined) {
+      // The host tries the plugin again on this call (it may have recovered).
+      return guarded(ObjectCreate(ObjectPrototype), (tool) => makeTool(plugin, tool));
+    }
+    return guarded(ObjectCreate(ObjectPrototype), (tool) => {
+      const near = closest(`${plugin}.${tool}`, allTools);
+      const shown = [];
+      for (let i = 0; i < near.length; i++) ArrayPrototypePush(shown, `tools.${near[i]}`);
+      return rejecting(`Unknown tool tools.${plugin}.${tool}: there is no plugin ${plugin}.${near.length ? hint(shown) : " No tools are available."}`);
+    });
+  });
+}
+
+// ------------------------------------------------------------------- result
+/** Reports the program's value: JSON text, `undefined`, or why it cannot be JSON. */
+function finishValue(value) {
+  if (value === undefined) return opFinish("undefined", "");
+  if (typeof value === "function") return opFinish("unserializable", "the program returned a function; return data (an object, array, string, number, boolean or null) instead");
+  if (typeof value === "symbol") return opFinish("unserializable", "the program returned a symbol; return data instead");
+  if (isEngineInternal(value)) return opOutOfMemory();
+  let text;
+  try {
+    text = JSONStringify(value, (key, v) => {
+      if (typeof v === "function") throw new ProgramTypeError(`a function at key ${JSONStringify(key)} cannot be written as JSON`);
+      if (typeof v === "symbol") throw new ProgramTypeError(`a symbol at key ${JSONStringify(key)} cannot be written as JSON`);
+      return v;
+    });
+  } catch (e) {
+    const described = describeThrown(e, line1Prefix);
+    if (described.internal) return opOutOfMemory();
+    return opFinish("unserializable", `the returned value cannot be written as JSON: ${described.message}`);
+  }
+  if (typeof text !== "string") return opFinish("undefined", "");
+  return opFinish("json", text);
+}
+
+/** Reports what the program threw (or a promise it left behind rejected with). */
+function finishThrown(value, kind) {
+  const described = describeThrown(value, line1Prefix);
+  if (described.internal) return opOutOfMemory();
+  const failure = {
+    __proto__: null,
+    name: described.name,
+    message: described.message,
+    stack: described.stack,
+    line: described.line,
+    column: described.column,
+  };
+  return opFinish(kind, JSONStringify(failure));
+}
+
+// ------------------------------------------------------------------- driver
+/**
+ * Runs one compiled program (a function of `tools`). It never throws and returns
+ * nothing: every way the program can end is reported through `op_codemode_finish`,
+ * which the Rust side waits for.
+ */
+function drive(program) {
+  try {
+    start(program);
+  } catch (e) {
+    try {
+      finishThrown(e, "threw");
+    } catch {
+      // Reporting failed (a termination): the outcome is the limit's.
+    }
+  }
+}
+
+function start(program) {
+  const spec = opProgram();
+  line1Prefix = spec.line1_prefix;
+  setLine1Prefix(line1Prefix);
+  const tools = buildTools(spec.catalog);
+  defineValue(globalThis, "tools", tools);
+  const onThrown = (e) => finishThrown(e, "threw");
+  const onValue = (value) => {
+    if (spec.expression && typeof value === "function") {
+      let next;
+      try {
+        next = ReflectApply(value, undefined, [tools]);
+      } catch (e) {
+        return onThrown(e);
+      }
+      return PromisePrototypeThen(PromiseResolve(next), finishValue, onThrown);
+    }
+    return finishValue(value);
+  };
+  let running;
+  try {
+    running = ReflectApply(program, undefined, [tools]);
+  } catch (e) {
+    return onThrown(e);
+  }
+  // Always a promise of the wrapper's async function, unless the program's text
+  // replaced the wrapper with a plain function: then its value is the result.
+  if (running === null || (typeof running !== "object" && typeof running !== "function")) return onValue(running);
+  PromisePrototypeThen(PromisePrototypeThen(running, onValue, onThrown), undefined, onThrown);
+}
+opRegisterDriver(drive);
+// Rust describes what a program's top-level code threw while it was compiled (a
+// program may close its wrapper and run code there) with this, never with deno_core's
+// conversion.
+opRegisterDescriber((value, prefix) => {
+  const described = describeThrown(value, prefix);
+  return JSONStringify({
+    __proto__: null,
+    name: described.name,
+    message: described.message,
+    stack: described.stack,
+    line: described.line,
+    column: described.column,
+    internal: described.internal,
+  });
+});
+
+// A promise the program left rejected with nobody to handle it: reported like a
+// throw (the first one), never through deno_core's own conversion.
+core.setUnhandledPromiseRejectionHandler((promise, reason) => {
+  try {
+    finishThrown(reason, "unhandled");
+  } catch {
+    // Reporting failed (a termination): the outcome is the limit's.
+  }
+  return true;
+});
+
+// ------------------------------------------------------- global scope audit
+// The ECMAScript language (ECMA-262 and ECMA-402 globals) and nothing else.
+const LANGUAGE = new SafeSet([
+  "globalThis", "Infinity", "NaN", "undefined", "eval", "isFinite", "isNaN", "parseFloat", "parseInt",
+  "decodeURI", "decodeURIComponent", "encodeURI", "encodeURIComponent", "escape", "unescape",
+  "Object", "Function", "Boolean", "Symbol", "Error", "AggregateError", "EvalError", "RangeError",
+  "ReferenceError", "SyntaxError", "TypeError", "URIError", "SuppressedError", "Number", "BigInt", "Math", "Date",
+  "String", "RegExp", "Array", "Int8Array", "Uint8Array", "Uint8ClampedArray", "Int16Array", "Uint16Array",
+  "Int32Array", "Uint32Array", "BigInt64Array", "BigUint64Array", "Float16Array", "Float32Array", "Float64Array",
+  "Map", "Set", "WeakMap", "WeakSet", "ArrayBuffer", "SharedArrayBuffer", "DataView", "Atomics", "JSON",
+  "WeakRef", "FinalizationRegistry", "Iterator", "Promise", "Proxy", "Reflect", "DisposableStack",
+  "AsyncDisposableStack", "Intl", "Temporal",
+]);
+const globalKeys = ReflectOwnKeys(globalThis);
+for (let i = 0; i < globalKeys.length; i++) {
+  const key = globalKeys[i];
+  if (typeof key === "string" && SetPrototypeHas(LANGUAGE, key)) continue;
+  ReflectDeleteProperty(globalThis, key);
+}
+defineValue(globalThis, "console", consoleObject, { __proto__: null, writable: true, configurable: true });
+const left = [];
+const remaining = ReflectOwnKeys(globalThis);
+for (let i = 0; i < remaining.length; i++) {
+  const key = remaining[i];
+  if (typeof key !== "string" || (!SetPrototypeHas(LANGUAGE, key) && key !== "console")) ArrayPrototypePush(left, typeof key === "string" ? key : "a symbol");
+}
+if (left.length) throw new ProgramError(`the global scope still holds non-language names after cleanup: ${ArrayPrototypeJoin(left, ", ")}`);
+if (ObjectGetPrototypeOf(globalThis) !== ObjectPrototype) throw new ProgramError("the global object has an unexpected prototype");

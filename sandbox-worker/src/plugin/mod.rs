@@ -30,12 +30,11 @@ use std::time::Duration;
 use deno_core::PollEventLoopOptions;
 
 use crate::memory::{self, MemoryTrip};
-use crate::sandbox::{self, rlimits, Environment, Strictness};
+use crate::sandbox::{self, rlimits, Environment, SandboxOptions};
 use crate::step_clock::StepClock;
 use files::PluginFiles;
 use ops::{codemode_plugin, PluginDriver, PluginLink, PluginSetup};
 
-const PLUGIN_JS: &str = include_str!("../js/plugin.js");
 
 /// What the host passes on the command line.
 #[derive(Debug, Clone)]
@@ -46,8 +45,8 @@ pub struct PluginOptions {
     pub name: String,
     /// The host's pid (the parent-death check).
     pub host_pid: i32,
-    /// Sandbox strictness.
-    pub strictness: Strictness,
+    /// How strict the sandbox is.
+    pub sandbox: SandboxOptions,
     /// The JavaScript heap limit.
     pub memory_bytes: u64,
     /// The longest JavaScript may run without waiting for the host.
@@ -56,13 +55,14 @@ pub struct PluginOptions {
 
 /// Runs the plugin until the host closes its input, a limit stops it, or it fails.
 pub fn run(options: PluginOptions) -> ! {
+    crate::report_panics(None);
     crate::die_with_host(options.host_pid);
     let link = Rc::new(PluginLink::default());
     let name = options.name.clone();
     let files = PluginFiles::load(&options.dir).unwrap_or_else(|e| refuse(&link, &format!("plugin {name} cannot load: {e}")));
     let base = memory::current_data_bytes().unwrap_or_else(|e| crate::fail(&format!("cannot measure memory: {e}"))) + crate::SPAWNED_ENGINE_ALLOWANCE;
 
-    let policy = sandbox::enter_template(&[0, 1, 2], options.strictness, crate::engine::ENGINE_GENERATES_CODE, Environment::EngineSwitchesOnly)
+    let policy = sandbox::enter_template(&[0, 1, 2], &options.sandbox, crate::engine::ENGINE_GENERATES_CODE, Environment::EngineSwitchesOnly)
         .unwrap_or_else(|e| refuse(&link, &format!("plugin {name} cannot enter its sandbox: {e}")));
     crate::fork_and_mirror();
     if let Err(e) = sandbox::enter_worker(&policy, &[0, 1, 2], 0) {
@@ -78,7 +78,7 @@ pub fn run(options: PluginOptions) -> ! {
         may_provide_tools: files.manifest.may_provide_tools(),
         net_hosts: files.manifest.net_hosts().to_vec(),
     });
-    if let Err(e) = runtime.execute_script("codemode:plugin", PLUGIN_JS) {
+    if let Err(e) = runtime.execute_script("codemode:plugin", crate::engine::PLUGIN_RUNTIME_JS) {
         refuse(&link, &format!("plugin {name}: the plugin runtime did not start: {e}"));
     }
     let Some(driver) = runtime.op_state().borrow().try_borrow::<PluginDriver>().map(|d| d.0.clone()) else {
@@ -94,7 +94,8 @@ pub fn run(options: PluginOptions) -> ! {
     if let Err(e) = sandbox::lock_worker(&policy, &limits) {
         refuse(&link, &format!("plugin {name} cannot enter its sandbox: {e}"));
     }
-    let memory_trip = memory::set_heap_limit(&mut runtime, options.memory_bytes);
+    let memory_trip = MemoryTrip::new(&mut runtime);
+    memory::set_heap_limit(&mut runtime, options.memory_bytes, &memory_trip);
 
     let event_loop = event_loop(&link, &clock).unwrap_or_else(|e| refuse(&link, &format!("plugin {name}: cannot start the event loop: {e}")));
     let main = files.main.clone();
@@ -118,7 +119,7 @@ pub fn run(options: PluginOptions) -> ! {
         None => format!("plugin {name}: {reason}"),
     });
     drop(runtime);
-    crate::exit_now(if clock.tripped() { crate::EXIT_CPU_LIMIT } else { crate::EXIT_SETUP_FAILED })
+    crate::exit_now(if clock.tripped() { protocol::worker::WorkerExit::CpuLimit.code() } else { protocol::worker::WorkerExit::SetupFailed.code() })
 }
 
 /// Why the plugin stopped serving. Limits win over the error their termination caused.
@@ -168,5 +169,5 @@ thread_local! {
 fn refuse(link: &PluginLink, message: &str) -> ! {
     eprintln!("{message}");
     link.fail_in_flight(&|_| message.to_string());
-    crate::exit_now(crate::EXIT_SETUP_FAILED)
+    crate::exit_as(protocol::worker::WorkerExit::SetupFailed)
 }

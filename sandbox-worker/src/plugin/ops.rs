@@ -72,7 +72,7 @@ impl PluginLink {
     pub fn write_line(&self, line: &str) {
         let mut out = std::io::stdout().lock();
         if out.write_all(line.as_bytes()).and_then(|()| out.write_all(b"\n")).and_then(|()| out.flush()).is_err() {
-            crate::exit_now(crate::EXIT_HOST_GONE);
+            crate::exit_as(protocol::worker::WorkerExit::HostGone);
         }
     }
 

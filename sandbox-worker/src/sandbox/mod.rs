@@ -4,7 +4,8 @@
 //! one ordered setup function that reads as its list of steps and fails closed:
 //!
 //! - [`enter_template`]: the template (or the spawn path's launcher) before it serves:
-//!   session, user namespace, mount/ipc/uts namespaces, an empty read-only root,
+//!   environment, session, user namespace (root inside, an unprivileged uid outside),
+//!   mount/ipc/uts namespaces, an empty network namespace, an empty read-only root,
 //!   no_new_privs, Landlock, capabilities (all but the one that creates pid namespaces),
 //!   not dumpable, descriptors, and the template's seccomp filter;
 //! - [`enter_worker`] right after the fork into a new pid namespace: descriptors,
@@ -15,7 +16,8 @@
 //! One module per mechanism: [`namespaces`], [`filesystem`], [`process`], [`rlimits`],
 //! [`seccomp`]. A layer that cannot be applied stops the process with a
 //! [`SandboxError`] naming the layer and how to enable it, unless the host asked for
-//! [`Strictness::AllowWeaker`]; then the layer is listed in the report as missing.
+//! [`SandboxMode::AllowWeaker`]; then the layer is listed in the report as missing.
+//! The layers and modes are the host's types too (`protocol::worker`).
 
 pub mod filesystem;
 pub mod namespaces;
@@ -25,118 +27,60 @@ pub mod seccomp;
 
 use std::os::fd::RawFd;
 
-use serde::{Deserialize, Serialize};
-
-/// Whether a missing layer stops the process.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Strictness {
-    /// Every layer must apply (the default).
-    Required,
-    /// Run with the layers that apply; report the others.
-    AllowWeaker,
-    /// Apply no layer at all: only for measuring what the sandbox costs.
-    Disabled,
-}
-
-/// A layer of the sandbox.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Layer {
-    /// A user namespace of the template's own.
-    UserNamespace,
-    /// New mount, ipc and uts namespaces.
-    MountIpcUtsNamespaces,
-    /// An empty, read-only tmpfs as the root.
-    EmptyRoot,
-    /// `PR_SET_NO_NEW_PRIVS`.
-    NoNewPrivs,
-    /// Landlock: no filesystem or network access, scoped sockets and signals.
-    Landlock,
-    /// Capabilities dropped.
-    Capabilities,
-    /// A new session.
-    Session,
-    /// Not dumpable, no core dumps.
-    NotDumpable,
-    /// No descriptor but the channel.
-    Descriptors,
-    /// An empty environment.
-    Environment,
-    /// Parent-death signal with a recheck.
-    ParentDeath,
-    /// Resource limits.
-    Rlimits,
-    /// The seccomp allowlist.
-    Seccomp,
-}
-
-impl Layer {
-    /// Every layer, in setup order.
-    pub const ALL: [Layer; 13] = [
-        Layer::Environment,
-        Layer::Session,
-        Layer::UserNamespace,
-        Layer::MountIpcUtsNamespaces,
-        Layer::EmptyRoot,
-        Layer::NoNewPrivs,
-        Layer::Landlock,
-        Layer::Capabilities,
-        Layer::NotDumpable,
-        Layer::Descriptors,
-        Layer::ParentDeath,
-        Layer::Rlimits,
-        Layer::Seccomp,
-    ];
-
-    /// How to enable the layer when it is missing.
-    pub fn hint(self) -> &'static str {
-        match self {
-            Layer::UserNamespace | Layer::MountIpcUtsNamespaces | Layer::EmptyRoot => {
-                "enable unprivileged user namespaces (sysctl kernel.unprivileged_userns_clone=1, user.max_user_namespaces > 0) or run the host as root"
-            }
-            Layer::Landlock => "boot a kernel with Landlock enabled (CONFIG_SECURITY_LANDLOCK=y and \"landlock\" in the lsm= list)",
-            Layer::Seccomp => "boot a kernel with seccomp filters (CONFIG_SECCOMP_FILTER=y)",
-            _ => "this layer needs no kernel feature; the error says what refused it",
-        }
-    }
-}
+pub use protocol::worker::{Layer, MissingLayer, SandboxMode};
 
 /// Why a sandbox layer could not be applied.
-#[derive(Debug, thiserror::Error, Serialize, Deserialize, Clone, PartialEq, Eq)]
-#[error("sandbox layer {layer:?} could not be applied: {reason}. To enable it: {hint}")]
+#[derive(Debug, thiserror::Error, Clone, PartialEq, Eq)]
+#[error("sandbox layer {layer} could not be applied: {reason}. To enable it: {}", layer.hint())]
 pub struct SandboxError {
     /// The layer.
     pub layer: Layer,
     /// What failed.
     pub reason: String,
-    /// How to enable it.
-    pub hint: String,
 }
 
-/// Layers that are not active, with the reason.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Missing(pub Vec<(Layer, String)>);
-
-struct Steps {
-    strictness: Strictness,
-    missing: Missing,
+/// How strict the setup is, and which layers a test build leaves out on purpose.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct SandboxOptions {
+    /// Whether a missing layer stops the process.
+    pub mode: SandboxMode,
+    /// Layers not applied at all (only a worker built with the
+    /// `insecure-test-switches` feature accepts any; see `main.rs`).
+    pub skip: Vec<Layer>,
 }
 
-impl Steps {
-    fn new(strictness: Strictness) -> Self {
-        Self { strictness, missing: Missing::default() }
+impl SandboxOptions {
+    /// The given mode, skipping nothing.
+    pub fn new(mode: SandboxMode) -> Self {
+        Self { mode, skip: Vec::new() }
+    }
+}
+
+/// Applies layers in order and keeps what could not be applied.
+struct Steps<'a> {
+    options: &'a SandboxOptions,
+    missing: Vec<MissingLayer>,
+}
+
+impl<'a> Steps<'a> {
+    fn new(options: &'a SandboxOptions) -> Self {
+        Self { options, missing: Vec::new() }
     }
 
-    /// Applies one layer; a failure stops setup unless weaker sandboxes are allowed.
-    fn step<E: std::fmt::Display>(&mut self, layer: Layer, result: Result<(), E>) -> Result<(), SandboxError> {
-        match result {
+    /// Applies one layer; a failure stops setup unless weaker sandboxes are allowed. A
+    /// skipped layer is not applied and is reported as missing.
+    fn step<E: std::fmt::Display>(&mut self, layer: Layer, apply: impl FnOnce() -> Result<(), E>) -> Result<(), SandboxError> {
+        if self.options.skip.contains(&layer) {
+            self.missing.push(MissingLayer { layer, reason: "left out by a test switch (insecure-test-switches build)".into() });
+            return Ok(());
+        }
+        match apply() {
             Ok(()) => Ok(()),
-            Err(e) if self.strictness != Strictness::Required => {
-                self.missing.0.push((layer, e.to_string()));
+            Err(e) if self.options.mode != SandboxMode::Required => {
+                self.missing.push(MissingLayer { layer, reason: e.to_string() });
                 Ok(())
             }
-            Err(e) => Err(SandboxError { layer, reason: e.to_string(), hint: layer.hint().to_string() }),
+            Err(e) => Err(SandboxError { layer, reason: e.to_string() }),
         }
     }
 }
@@ -144,9 +88,11 @@ impl Steps {
 /// What the template prepared for its workers: their compiled seccomp filters.
 pub struct WorkerPolicy {
     filters: seccomp::CompiledFilters,
-    /// Layers the template could not apply (empty under [`Strictness::Required`]).
-    pub missing: Missing,
-    strictness: Strictness,
+    /// Layers the template could not apply (empty under [`SandboxMode::Required`]).
+    pub missing: Vec<MissingLayer>,
+    /// The uid workers have outside their user namespace, when it is set up.
+    pub outside_uid: Option<u32>,
+    options: SandboxOptions,
 }
 
 /// Which environment variables survive the sandbox.
@@ -170,65 +116,65 @@ impl Environment {
 }
 
 /// Sets up the template process. Keeps only `keep_fds` open.
-pub fn enter_template(keep_fds: &[RawFd], strictness: Strictness, engine_generates_code: bool, environment: Environment) -> Result<WorkerPolicy, SandboxError> {
-    let mut s = Steps::new(strictness);
-    let worker_filters = seccomp::compile(&seccomp::worker_table(engine_generates_code)).map_err(|e| SandboxError {
-        layer: Layer::Seccomp,
-        reason: e.to_string(),
-        hint: Layer::Seccomp.hint().into(),
-    })?;
-    if strictness == Strictness::Disabled {
-        let missing = Layer::ALL.iter().map(|l| (*l, "disabled by the host".to_string())).collect();
-        return Ok(WorkerPolicy { filters: worker_filters, missing: Missing(missing), strictness });
+pub fn enter_template(keep_fds: &[RawFd], options: &SandboxOptions, engine_generates_code: bool, environment: Environment) -> Result<WorkerPolicy, SandboxError> {
+    let worker_filters = seccomp::compile(&seccomp::worker_table(engine_generates_code)).map_err(|e| SandboxError { layer: Layer::Seccomp, reason: e.to_string() })?;
+    if options.mode == SandboxMode::Disabled {
+        let missing = Layer::ALL.iter().map(|&layer| MissingLayer { layer, reason: "disabled by the host".into() }).collect();
+        return Ok(WorkerPolicy { filters: worker_filters, missing, outside_uid: None, options: options.clone() });
     }
-    let template_filters = seccomp::compile(&seccomp::union(seccomp::setup_table(), seccomp::worker_table(engine_generates_code)));
-
-    process::clear_environment(environment.keep());
-    s.step(Layer::Environment, Ok::<(), String>(()))?;
-    s.step(Layer::Session, process::new_session())?;
-    s.step(Layer::UserNamespace, namespaces::enter_user_namespace())?;
-    s.step(Layer::MountIpcUtsNamespaces, namespaces::enter_mount_ipc_uts_namespaces())?;
-    s.step(Layer::EmptyRoot, filesystem::pivot_to_empty_root())?;
-    s.step(Layer::NoNewPrivs, process::set_no_new_privs())?;
-    s.step(
-        Layer::Landlock,
-        match filesystem::restrict_with_landlock() {
-            Ok(filesystem::LandlockStatus::Full) => Ok(()),
-            Ok(other) => Err(format!("the kernel enforces Landlock only partly ({other:?})")),
-            Err(e) => Err(e.to_string()),
-        },
-    )?;
-    s.step(Layer::Capabilities, process::drop_capabilities_except(&[caps::Capability::CAP_SYS_ADMIN, caps::Capability::CAP_SETPCAP]))?;
-    s.step(Layer::NotDumpable, process::set_not_dumpable())?;
-    s.step(Layer::Descriptors, process::close_all_except(keep_fds))?;
-    s.step(Layer::Seccomp, template_filters.and_then(|f| seccomp::install(&f)))?;
-    Ok(WorkerPolicy { filters: worker_filters, missing: s.missing, strictness })
+    let mut s = Steps::new(options);
+    let mut outside_uid = None;
+    s.step(Layer::Environment, || {
+        process::clear_environment(environment.keep());
+        Ok::<(), String>(())
+    })?;
+    s.step(Layer::Session, process::new_session)?;
+    s.step(Layer::UserNamespace, || namespaces::enter_user_namespace().map(|uid| outside_uid = Some(uid)))?;
+    s.step(Layer::UnprivilegedUser, || match outside_uid {
+        Some(0) => Err("workers would be root outside their user namespace".to_string()),
+        Some(_) => Ok(()),
+        None => Err("there is no user namespace to map an unprivileged uid in".to_string()),
+    })?;
+    s.step(Layer::MountIpcUtsNamespaces, namespaces::enter_mount_ipc_uts_namespaces)?;
+    s.step(Layer::NetworkNamespace, namespaces::enter_network_namespace)?;
+    s.step(Layer::EmptyRoot, filesystem::pivot_to_empty_root)?;
+    s.step(Layer::NoNewPrivs, process::set_no_new_privs)?;
+    s.step(Layer::Landlock, || match filesystem::restrict_with_landlock() {
+        Ok(filesystem::LandlockStatus::Full) => Ok(()),
+        Ok(other) => Err(format!("the kernel enforces Landlock only partly ({other:?})")),
+        Err(e) => Err(e.to_string()),
+    })?;
+    s.step(Layer::Capabilities, || process::drop_capabilities_except(&[caps::Capability::CAP_SYS_ADMIN, caps::Capability::CAP_SETPCAP]))?;
+    s.step(Layer::NotDumpable, process::set_not_dumpable)?;
+    s.step(Layer::Descriptors, || process::close_all_except(keep_fds))?;
+    s.step(Layer::Seccomp, || seccomp::compile(&seccomp::union(seccomp::setup_table(), seccomp::worker_table(engine_generates_code))).and_then(|f| seccomp::install(&f)))?;
+    Ok(WorkerPolicy { filters: worker_filters, missing: s.missing, outside_uid, options: options.clone() })
 }
 
 /// Sets up a freshly forked worker (pid 1 of a new pid namespace). Keeps only
 /// `keep_fds`; `channel` is the host channel, whose hang-up means the host is gone.
 pub fn enter_worker(policy: &WorkerPolicy, keep_fds: &[RawFd], channel: RawFd) -> Result<(), SandboxError> {
-    if policy.strictness == Strictness::Disabled {
+    if policy.options.mode == SandboxMode::Disabled {
         return Ok(());
     }
-    let mut s = Steps::new(policy.strictness);
-    s.step(Layer::Descriptors, process::close_all_except(keep_fds))?;
-    s.step(Layer::ParentDeath, die_with_parent(channel))?;
-    s.step(Layer::Session, process::new_session())?;
-    s.step(Layer::Capabilities, process::drop_all_capabilities())?;
+    let mut s = Steps::new(&policy.options);
+    s.step(Layer::Descriptors, || process::close_all_except(keep_fds))?;
+    s.step(Layer::ParentDeath, || die_with_parent(channel))?;
+    s.step(Layer::Session, process::new_session)?;
+    s.step(Layer::Capabilities, process::drop_all_capabilities)?;
     Ok(())
 }
 
 /// The last step before user code: resource limits and the worker's seccomp filter,
-/// on every thread.
-pub fn lock_worker(policy: &WorkerPolicy, limits: &[rlimits::Rlimit]) -> Result<(), SandboxError> {
-    if policy.strictness == Strictness::Disabled {
-        return Ok(());
+/// on every thread. Returns the layers it could not apply (under a weaker sandbox).
+pub fn lock_worker(policy: &WorkerPolicy, limits: &[rlimits::Rlimit]) -> Result<Vec<MissingLayer>, SandboxError> {
+    if policy.options.mode == SandboxMode::Disabled {
+        return Ok(Vec::new());
     }
-    let mut s = Steps::new(policy.strictness);
-    s.step(Layer::Rlimits, rlimits::apply(limits))?;
-    s.step(Layer::Seccomp, seccomp::install(&policy.filters))?;
-    Ok(())
+    let mut s = Steps::new(&policy.options);
+    s.step(Layer::Rlimits, || rlimits::apply(limits))?;
+    s.step(Layer::Seccomp, || seccomp::install(&policy.filters))?;
+    Ok(s.missing)
 }
 
 /// Parent-death signal, then a check that the host is still there: its end of the
@@ -249,7 +195,7 @@ fn die_with_parent(channel: RawFd) -> std::io::Result<()> {
         return Err(std::io::Error::last_os_error());
     }
     if pfd.revents & (libc::POLLHUP | libc::POLLRDHUP) != 0 {
-        crate::exit_now(crate::EXIT_HOST_GONE);
+        crate::exit_as(protocol::worker::WorkerExit::HostGone);
     }
     Ok(())
 }
@@ -260,26 +206,36 @@ mod tests {
 
     #[test]
     fn a_required_layer_that_fails_stops_setup_and_says_how_to_enable_it() {
-        let mut steps = Steps::new(Strictness::Required);
-        assert!(steps.step(Layer::NoNewPrivs, Ok::<(), String>(())).is_ok());
-        let err = steps.step(Layer::Landlock, Err("landlock is not supported")).unwrap_err();
+        let options = SandboxOptions::new(SandboxMode::Required);
+        let mut steps = Steps::new(&options);
+        assert!(steps.step(Layer::NoNewPrivs, || Ok::<(), String>(())).is_ok());
+        let err = steps.step(Layer::Landlock, || Err("landlock is not supported")).unwrap_err();
         assert_eq!(err.layer, Layer::Landlock);
-        assert!(err.to_string().starts_with("sandbox layer Landlock could not be applied: landlock is not supported. To enable it: boot a kernel with Landlock"), "{err}");
-        assert!(steps.missing.0.is_empty());
+        assert!(err.to_string().starts_with("sandbox layer landlock could not be applied: landlock is not supported. To enable it: boot a kernel with Landlock"), "{err}");
+        assert!(steps.missing.is_empty());
     }
 
     #[test]
     fn a_weaker_sandbox_records_what_is_missing_and_goes_on() {
-        let mut steps = Steps::new(Strictness::AllowWeaker);
-        assert!(steps.step(Layer::UserNamespace, Err("EPERM")).is_ok());
-        assert!(steps.step(Layer::Seccomp, Ok::<(), &str>(())).is_ok());
-        assert_eq!(steps.missing.0, vec![(Layer::UserNamespace, "EPERM".to_string())]);
+        let options = SandboxOptions::new(SandboxMode::AllowWeaker);
+        let mut steps = Steps::new(&options);
+        assert!(steps.step(Layer::UserNamespace, || Err("EPERM")).is_ok());
+        assert!(steps.step(Layer::Seccomp, || Ok::<(), &str>(())).is_ok());
+        assert_eq!(steps.missing, vec![MissingLayer { layer: Layer::UserNamespace, reason: "EPERM".into() }]);
     }
 
     #[test]
-    fn every_layer_has_a_hint() {
-        for layer in Layer::ALL {
-            assert!(!layer.hint().is_empty());
-        }
+    fn a_skipped_layer_is_never_applied_and_is_reported() {
+        let options = SandboxOptions { mode: SandboxMode::Required, skip: vec![Layer::Seccomp] };
+        let mut steps = Steps::new(&options);
+        let mut applied = false;
+        assert!(steps.step(Layer::Seccomp, || {
+            applied = true;
+            Ok::<(), String>(())
+        })
+        .is_ok());
+        assert!(!applied);
+        assert_eq!(steps.missing.len(), 1);
+        assert_eq!(steps.missing[0].layer, Layer::Seccomp);
     }
 }

@@ -1,0 +1,355 @@
+// What both JavaScript runtimes share (programs' `bootstrap.js`, plugins' `plugin.js`).
+//
+// The Rust side places this text and one runtime's script inside a single function of
+// deno_core's `primordials` (see `crate::engine::runtime_script`), so nothing here is
+// a global. Everything is built on primordials and on objects without a prototype:
+// after a program or plugin replaces `Array.prototype.push`, `String.prototype`
+// methods, `Object.prototype` accessors or `globalThis.Object`, the console, tool
+// calls and error reports still work.
+//
+// - `describeThrown` turns anything thrown or rejected into { name, message, stack,
+//   line, column } without trusting it: every read is guarded, every text is cut, and
+//   an engine-internal value (what QuickJS throws when a native allocation fails) is
+//   reported as such instead of reaching Rust's error conversion;
+// - `inspect` and `makeConsole` format console arguments the same way in both runtimes.
+//
+// The runtime's own script takes what it needs from the `common` object.
+
+const common = (function () {
+  const {
+    ArrayIsArray,
+    ArrayPrototypePush,
+    ArrayPrototypeJoin,
+    ErrorPrototype,
+    JSONStringify,
+    MathMin,
+    MathMax,
+    NumberParseInt,
+    ObjectCreate,
+    ObjectDefineProperty,
+    ObjectKeys,
+    ObjectPrototype,
+    ObjectPrototypeIsPrototypeOf,
+    SafeSet,
+    SetPrototypeHas,
+    SetPrototypeAdd,
+    SetPrototypeDelete,
+    String: StringCtor,
+    StringPrototypeCharCodeAt,
+    StringPrototypeIndexOf,
+    StringPrototypeSlice,
+    SymbolPrototypeToString,
+  } = primordials;
+
+  /** Longest `name` kept from a thrown value. */
+  const MAX_NAME_CHARS = 200;
+  /** Longest message kept from a thrown value (a 70 MiB message must not become a 70 MiB frame). */
+  const MAX_MESSAGE_CHARS = 16 * 1024;
+  /** Longest stack kept. */
+  const MAX_STACK_CHARS = 16 * 1024;
+  /** How many causes (`cause`, `AggregateError.errors`) a report follows. */
+  const MAX_CAUSES = 4;
+
+  /** The kinds `typeof` gives for ECMAScript values; anything else is the engine's own. */
+  const LANGUAGE_TYPES = new SafeSet(["undefined", "object", "boolean", "number", "bigint", "string", "symbol", "function"]);
+
+  /** True for a value that is not an ECMAScript value (QuickJS's "uninitialized" marker). */
+  function isEngineInternal(value) {
+    return !SetPrototypeHas(LANGUAGE_TYPES, typeof value);
+  }
+
+  /** `text` cut to `max` characters, saying how much was dropped. */
+  function cut(text, max) {
+    if (text.length <= max) return text;
+    return `${StringPrototypeSlice(text, 0, max)}… [cut: ${text.length - max} more characters]`;
+  }
+
+  /** Reads `object[key]` without letting a getter's or a Proxy trap's exception through. */
+  function guardedGet(object, key) {
+    try {
+      return { __proto__: null, ok: true, value: object[key] };
+    } catch {
+      return { __proto__: null, ok: false, value: undefined };
+    }
+  }
+
+  /** A value as text, whatever it is; its own `toString` may run (under the step clock). */
+  function textOf(value) {
+    switch (typeof value) {
+      case "string": return value;
+      case "symbol": return SymbolPrototypeToString(value);
+      case "undefined": case "number": case "boolean": case "bigint": return StringCtor(value);
+      case "function": {
+        const name = guardedGet(value, "name");
+        return `[Function ${typeof name.value === "string" && name.value ? name.value : "(anonymous)"}]`;
+      }
+    }
+    if (value === null) return "null";
+    if (isEngineInternal(value)) return "[an engine-internal value]";
+    let text;
+    try {
+      text = StringCtor(value);
+    } catch {
+      text = undefined;
+    }
+    // "[object Object]" says nothing: a plain object's data says more.
+    if (text === undefined || text === "[object Object]") {
+      try {
+        const json = JSONStringify(value);
+        if (typeof json === "string") return json;
+      } catch {
+        // Not JSON either.
+      }
+    }
+    if (typeof text === "string") return text;
+    return "[an object that cannot be converted to text]";
+  }
+
+  /** True when `value` is an Error (by its prototype chain; a throwing Proxy is not). */
+  function isError(value) {
+    try {
+      return ObjectPrototypeIsPrototypeOf(ErrorPrototype, value);
+    } catch {
+      return false;
+    }
+  }
+
+  /**
+   * The program's first `program.js:LINE:COLUMN` in a stack, as numbers. Columns on
+   * line 1 lose the wrapper's prefix.
+   */
+  function positionIn(stack, line1Prefix) {
+    const marker = "program.js:";
+    const at = StringPrototypeIndexOf(stack, marker);
+    if (at < 0) return undefined;
+    let i = at + marker.length;
+    const readNumber = () => {
+      let n = 0, digits = 0;
+      for (; i < stack.length; i++) {
+        const c = StringPrototypeCharCodeAt(stack, i);
+        if (c < 48 || c > 57) break;
+        n = n * 10 + (c - 48);
+        digits++;
+      }
+      return digits ? n : -1;
+    };
+    const line = readNumber();
+    if (line < 0 || StringPrototypeCharCodeAt(stack, i) !== 58 /* : */) return undefined;
+    i++;
+    const column = readNumber();
+    if (column < 0) return undefined;
+    return { __proto__: null, line, column: line === 1 ? MathMax(1, column - line1Prefix) : column };
+  }
+
+  /**
+   * `text` split at each newline. (`String.prototype.split` looks up
+   * `String.prototype[Symbol.split]`, which a program may have replaced.)
+   */
+  function splitLines(text) {
+    const lines = [];
+    let start = 0;
+    for (;;) {
+      const at = StringPrototypeIndexOf(text, "\n", start);
+      if (at < 0) break;
+      ArrayPrototypePush(lines, StringPrototypeSlice(text, start, at));
+      start = at + 1;
+    }
+    ArrayPrototypePush(lines, StringPrototypeSlice(text, start));
+    return lines;
+  }
+
+  /**
+   * A stack as the program's author reads it: no frames of codemode's own scripts, and
+   * columns on line 1 without the wrapper's prefix.
+   */
+  function cleanStack(stack, line1Prefix) {
+    const lines = splitLines(stack);
+    const kept = [];
+    for (let i = 0; i < lines.length; i++) {
+      let line = lines[i];
+      if (StringPrototypeIndexOf(line, "codemode:") >= 0) continue;
+      const marker = "program.js:1:";
+      const at = StringPrototypeIndexOf(line, marker);
+      if (at >= 0) {
+        const start = at + marker.length;
+        let end = start;
+        while (end < line.length) {
+          const c = StringPrototypeCharCodeAt(line, end);
+          if (c < 48 || c > 57) break;
+          end++;
+        }
+        if (end > start) {
+          const column = NumberParseInt(StringPrototypeSlice(line, start, end), 10);
+          line = `${StringPrototypeSlice(line, 0, start)}${MathMax(1, column - line1Prefix)}${StringPrototypeSlice(line, end)}`;
+        }
+      }
+      ArrayPrototypePush(kept, line);
+    }
+    return ArrayPrototypeJoin(kept, "\n");
+  }
+
+  /**
+   * How many characters of line 1 of `program.js` belong to the wrapper around the
+   * program (set per program by the program runtime; 0 elsewhere).
+   */
+  let programLine1Prefix = 0;
+  function setLine1Prefix(prefix) {
+    programLine1Prefix = prefix;
+  }
+
+  /**
+   * Describes a thrown or rejected value: `{ name, message, stack?, line?, column?,
+   * internal }`. Never throws (a termination still ends the program, as it must).
+   * `internal` is true for an engine-internal value, which the caller reports as the
+   * memory limit: QuickJS throws one when a native allocation fails.
+   */
+  function describeThrown(value, line1Prefix = programLine1Prefix) {
+    if (isEngineInternal(value)) {
+      return { __proto__: null, name: "InternalError", message: "an allocation failed", internal: true };
+    }
+    if (!isError(value)) {
+      return { __proto__: null, name: "", message: cut(textOf(value), MAX_MESSAGE_CHARS), internal: false };
+    }
+    const name = guardedGet(value, "name");
+    const message = guardedGet(value, "message");
+    const stack = guardedGet(value, "stack");
+    const report = {
+      __proto__: null,
+      name: cut(typeof name.value === "string" ? name.value : "Error", MAX_NAME_CHARS),
+      message: cut(typeof message.value === "string" ? message.value : textOf(message.value), MAX_MESSAGE_CHARS),
+      internal: false,
+    };
+    // Cut before cleaning: a 30 MiB message makes a 30 MiB stack, and only the first
+    // MAX_STACK_CHARS are kept anyway.
+    let stackText = typeof stack.value === "string" ? cleanStack(cut(stack.value, MAX_STACK_CHARS), line1Prefix) : "";
+    const position = stackText ? positionIn(stackText, 0) : undefined;
+    if (position) {
+      report.line = position.line;
+      report.column = position.column;
+    }
+    stackText += causes(value, line1Prefix, 0);
+    if (stackText) report.stack = cut(stackText, MAX_STACK_CHARS);
+    return report;
+  }
+
+  /** The causes of an error (`cause`, and an AggregateError's `errors`), as stack lines. */
+  function causes(error, line1Prefix, depth) {
+    if (depth >= MAX_CAUSES) return "";
+    let text = "";
+    const cause = guardedGet(error, "cause");
+    if (cause.ok && cause.value !== undefined) {
+      const described = describeThrown(cause.value, line1Prefix);
+      text += `\nCaused by: ${described.name ? `${described.name}: ` : ""}${cut(described.message, 1024)}`;
+    }
+    const errors = guardedGet(error, "errors");
+    if (errors.ok && ArrayIsArray(errors.value)) {
+      const list = errors.value;
+      const shown = MathMin(list.length, MAX_CAUSES);
+      for (let i = 0; i < shown; i++) {
+        const item = guardedGet(list, i);
+        const described = describeThrown(item.value, line1Prefix);
+        text += `\n  [${i}] ${described.name ? `${described.name}: ` : ""}${cut(described.message, 1024)}`;
+      }
+      if (list.length > shown) text += `\n  ... ${list.length - shown} more`;
+    }
+    return text;
+  }
+
+  // ---------------------------------------------------------------------- console
+
+  /** How deep `inspect` descends into objects and arrays. */
+  const MAX_INSPECT_DEPTH = 6;
+  /** How many items or keys `inspect` shows per object. */
+  const MAX_INSPECT_ITEMS = 100;
+
+  /** Formats one console argument (strings as they are at the top level). */
+  function inspect(value, seen, depth) {
+    switch (typeof value) {
+      case "string": return depth === 0 ? value : JSONStringify(value);
+      case "number": case "boolean": case "undefined": return StringCtor(value);
+      case "bigint": return `${StringCtor(value)}n`;
+      case "symbol": return SymbolPrototypeToString(value);
+      case "function": return textOf(value);
+    }
+    if (value === null) return "null";
+    if (isEngineInternal(value)) return "[an engine-internal value]";
+    if (isError(value)) {
+      const described = describeThrown(value);
+      return described.stack || `${described.name}: ${described.message}`;
+    }
+    if (SetPrototypeHas(seen, value)) return "[Circular]";
+    try {
+      const array = ArrayIsArray(value);
+      if (depth > MAX_INSPECT_DEPTH) return array ? "[Array]" : "[Object]";
+      SetPrototypeAdd(seen, value);
+      const parts = [];
+      if (array) {
+        const shown = MathMin(value.length, MAX_INSPECT_ITEMS);
+        for (let i = 0; i < shown; i++) ArrayPrototypePush(parts, inspect(value[i], seen, depth + 1));
+        if (value.length > shown) ArrayPrototypePush(parts, `... ${value.length - shown} more items`);
+        return `[ ${ArrayPrototypeJoin(parts, ", ")} ]`;
+      }
+      const keys = ObjectKeys(value);
+      const shown = MathMin(keys.length, MAX_INSPECT_ITEMS);
+      for (let i = 0; i < shown; i++) ArrayPrototypePush(parts, `${keys[i]}: ${inspect(value[keys[i]], seen, depth + 1)}`);
+      if (keys.length > shown) ArrayPrototypePush(parts, `... ${keys.length - shown} more keys`);
+      return parts.length ? `{ ${ArrayPrototypeJoin(parts, ", ")} }` : "{}";
+    } catch {
+      return "[Uninspectable]";
+    } finally {
+      SetPrototypeDelete(seen, value);
+    }
+  }
+
+  /**
+   * A `console` whose methods format their arguments and hand one line to
+   * `write(level, text)`. Levels: 0 log, 1 debug, 2 warn, 3 error.
+   */
+  function makeConsole(write) {
+    const line = (args) => {
+      const parts = [];
+      for (let i = 0; i < args.length; i++) ArrayPrototypePush(parts, inspect(args[i], new SafeSet(), 0));
+      return ArrayPrototypeJoin(parts, " ");
+    };
+    const console = ObjectCreate(ObjectPrototype);
+    const methods = [["log", 0], ["info", 0], ["debug", 1], ["trace", 1], ["warn", 2], ["error", 3], ["dir", 0]];
+    for (let i = 0; i < methods.length; i++) {
+      const name = methods[i][0], level = methods[i][1];
+      ObjectDefineProperty(console, name, {
+        __proto__: null,
+        value: function (...args) { write(level, line(args)); },
+        writable: true,
+        enumerable: true,
+        configurable: true,
+      });
+    }
+    ObjectDefineProperty(console, "assert", {
+      __proto__: null,
+      value: function (condition, ...args) {
+        if (condition) return;
+        write(3, args.length ? `Assertion failed: ${line(args)}` : "Assertion failed");
+      },
+      writable: true,
+      enumerable: true,
+      configurable: true,
+    });
+    return console;
+  }
+
+  /** Defines a value property from a null-prototype descriptor (immune to Object.prototype accessors). */
+  function defineValue(object, key, value, { writable = false, enumerable = false, configurable = false } = { __proto__: null }) {
+    ObjectDefineProperty(object, key, { __proto__: null, value, writable, enumerable, configurable });
+  }
+
+  return {
+    __proto__: null,
+    cut,
+    defineValue,
+    describeThrown,
+    inspect,
+    isEngineInternal,
+    makeConsole,
+    setLine1Prefix,
+    textOf,
+  };
+})();

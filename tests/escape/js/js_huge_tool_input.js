@@ -1,0 +1,11 @@
+// attack: call a tool with a 33 MiB input, more than a frame should carry
+// category: js/hostile values
+// expect: kind=ok
+// expect-value: true
+// memory-mib: 256
+try {
+  await tools.math.add({ a: "x".repeat(33 * 1024 * 1024), b: 1 });
+  return "sent";
+} catch (e) {
+  return e.message.includes("more than the 32.0 MiB of tool data a program may have in flight");
+}
