@@ -127,7 +127,7 @@ fn main() {
             ("Python process plugin", python, "tools.py.slugify({ title: \"A \" + i })"),
             ("JavaScript plugin", javascript, "tools.js.greet({ name: \"n\" + i })"),
         ] {
-            let host = PluginHost::new(Catalog::new(), vec![ProcessPlugin::new(config)]);
+            let host = Arc::new(PluginHost::new(Catalog::new(), vec![ProcessPlugin::new(config)]));
             let (plugin_catalog, problems) = host.catalog().await;
             assert!(problems.is_empty(), "{problems:?}");
             let samples = Arc::new(Mutex::new(Vec::new()));

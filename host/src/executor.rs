@@ -260,12 +260,8 @@ impl Executor {
             return failed(started, "SyntaxError", "the program is empty: write the body of an async function (statements, with `return` for the value) or one expression such as `async (tools) => ...`");
         }
         let catalog = self.catalog();
-        let (host_end, worker_end) = match std::os::unix::net::UnixStream::pair() {
-            Ok(pair) => pair,
-            Err(e) => return internal(started, format!("cannot create the worker channel: {e}")),
-        };
-        let mut process = match self.launcher.launch(OwnedFd::from(worker_end)).await {
-            Ok(p) => p,
+        let (mut process, host_end) = match self.launcher.launch().await {
+            Ok(launched) => launched,
             Err(e) => return internal(started, e.to_string()),
         };
         tracing::debug!(pid = process.pid(), "worker launched");
@@ -277,7 +273,7 @@ impl Executor {
         // the tools that their calls were given up.
         let code = code.to_string();
         let served = tokio::spawn(async move {
-            let ended = session.serve(OwnedFd::from(host_end), &code).await;
+            let ended = session.serve(host_end, &code).await;
             session.cancel.cancel();
             (session, ended)
         })

@@ -160,26 +160,39 @@ impl Launcher {
         self.mode
     }
 
-    /// Starts one worker whose channel is `channel` (the worker's end).
-    pub async fn launch(&self, channel: OwnedFd) -> Result<WorkerProcess, LaunchError> {
+    /// Starts one worker; returns it and the host's end of its channel.
+    ///
+    /// Each attempt gets a channel of its own: when the template dies while it forks,
+    /// the worker it may have made keeps a channel nobody else uses, sees the host's end
+    /// closed and exits, and is reaped as an orphan ([`crate::worker_process::reap_orphans`]).
+    pub async fn launch(&self) -> Result<(WorkerProcess, OwnedFd), LaunchError> {
+        let channel = || std::os::unix::net::UnixStream::pair().map(|(host, worker)| (OwnedFd::from(host), OwnedFd::from(worker))).map_err(os("socketpair"));
         match self.mode {
-            LaunchMode::Spawn => spawn_worker(&self.worker, channel, self.sandbox, self.cgroup.as_ref().ok()),
+            LaunchMode::Spawn => {
+                let (host, worker) = channel()?;
+                Ok((spawn_worker(&self.worker, worker, self.sandbox, self.cgroup.as_ref().ok())?, host))
+            }
             _ => {
                 let mut guard = self.template.lock().await;
                 if let Some(template) = guard.as_mut() {
-                    match template.fork(channel.as_fd()).await {
-                        Ok(pid) => return WorkerProcess::adopt(pid).map_err(os("pidfd_open")),
-                        Err(e) => tracing::warn!("template failed ({e}); starting a new one"),
+                    let (host, worker) = channel()?;
+                    match template.fork(worker.as_fd()).await {
+                        Ok(pid) => return Ok((WorkerProcess::adopt(pid).map_err(os("pidfd_open"))?, host)),
+                        Err(e) => {
+                            tracing::warn!("template failed ({e}); starting a new one");
+                            crate::worker_process::reap_orphans_soon();
+                        }
                     }
                 }
                 *guard = None;
                 let mut template = Template::start(&self.worker, self.sandbox, self.cgroup.as_ref().ok()).await?;
-                let pid = template.fork(channel.as_fd()).await?;
+                let (host, worker) = channel()?;
+                let pid = template.fork(worker.as_fd()).await?;
                 if let Ok(mut m) = self.missing_layers.lock() {
                     m.clone_from(&template.missing_layers);
                 }
                 *guard = Some(template);
-                WorkerProcess::adopt(pid).map_err(os("pidfd_open"))
+                Ok((WorkerProcess::adopt(pid).map_err(os("pidfd_open"))?, host))
             }
         }
     }

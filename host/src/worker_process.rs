@@ -9,7 +9,62 @@ use std::fmt;
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 
+use std::collections::HashSet;
+use std::sync::Mutex;
+
 use tokio::io::unix::AsyncFd;
+
+/// Pids of the workers this process holds (to tell orphans from them).
+static HELD: Mutex<Option<HashSet<i32>>> = Mutex::new(None);
+
+fn hold(pid: i32, held: bool) {
+    let mut set = HELD.lock().unwrap_or_else(|p| p.into_inner());
+    let set = set.get_or_insert_with(HashSet::new);
+    if held {
+        set.insert(pid);
+    } else {
+        set.remove(&pid);
+    }
+}
+
+/// Reaps workers this process never learned about: a template that died between
+/// forking a worker (the host's child, by `CLONE_PARENT`) and telling the host its pid
+/// leaves one behind, which exits once it finds its channel closed. Such an orphan is a
+/// child of this process that is pid 1 of a pid namespace of its own (its `NSpid` ends
+/// in 1) and that no [`WorkerProcess`] holds; nothing else the host starts looks like
+/// that. Runs a few times over some seconds, in the background.
+pub fn reap_orphans_soon() {
+    let Ok(runtime) = tokio::runtime::Handle::try_current() else { return };
+    runtime.spawn(async {
+        for delay_ms in [200, 1000, 3000, 10_000] {
+            tokio::time::sleep(std::time::Duration::from_millis(delay_ms)).await;
+            reap_orphans();
+        }
+    });
+}
+
+/// One pass of [`reap_orphans_soon`].
+pub fn reap_orphans() {
+    let me = std::process::id().to_string();
+    let Ok(entries) = std::fs::read_dir("/proc") else { return };
+    for entry in entries.flatten() {
+        let Ok(pid) = entry.file_name().to_string_lossy().parse::<i32>() else { continue };
+        let Ok(status) = std::fs::read_to_string(format!("/proc/{pid}/status")) else { continue };
+        let field = |name: &str| status.lines().find_map(|l| l.strip_prefix(name)).map(|v| v.trim().to_string()).unwrap_or_default();
+        let own_namespace_init = field("NSpid:").split_whitespace().count() == 2 && field("NSpid:").ends_with(" 1");
+        if field("PPid:") != me || !field("State:").starts_with('Z') || !own_namespace_init {
+            continue;
+        }
+        if HELD.lock().unwrap_or_else(|p| p.into_inner()).as_ref().is_some_and(|set| set.contains(&pid)) {
+            continue;
+        }
+        // SAFETY: siginfo_t is plain data; waitid writes into it for our own exited child.
+        let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
+        // SAFETY: reaps exactly this pid, which is our child and has exited.
+        unsafe { libc::waitid(libc::P_PID, pid as libc::id_t, &mut info, libc::WEXITED | libc::WNOHANG) };
+        tracing::debug!("reaped orphaned worker {pid}");
+    }
+}
 
 /// A live worker process.
 pub struct WorkerProcess {
@@ -51,6 +106,7 @@ impl WorkerProcess {
         let owned = unsafe { OwnedFd::from_raw_fd(fd as i32) };
         // SAFETY: the AsyncFd owns the descriptor and nothing replaces or closes it while registered.
         let pidfd = unsafe { AsyncFd::register_with_interest(owned, tokio::io::Interest::READABLE) }.map_err(io::Error::from)?;
+        hold(pid, true);
         Ok(Self { pid, pidfd, reaped: false })
     }
 
@@ -79,6 +135,7 @@ impl WorkerProcess {
                 Some(status) => {
                     drop(guard);
                     self.reaped = true;
+                    hold(self.pid, false);
                     return Ok(status);
                 }
                 None => guard.clear_ready(),
@@ -112,6 +169,7 @@ impl Drop for WorkerProcess {
             // process is already dying).
             self.kill();
             let _ = reap(self.pidfd.get_ref().as_raw_fd(), 0);
+            hold(self.pid, false);
         }
     }
 }

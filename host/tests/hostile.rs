@@ -128,7 +128,7 @@ async fn every_generated_hostile_program_ends_in_a_named_outcome() {
         }
     }
     for _ in 0..extra {
-        if rng.next() % 4 == 0 {
+        if rng.next().is_multiple_of(4) {
             cases.push(composite(&mut rng));
         } else {
             cases.push(case(rng.pick(VALUES), rng.pick(ACTIONS), rng.pick(PHASES)));

@@ -109,3 +109,26 @@ async fn the_mcp_everything_server() {
     let v = ok_value(&s.executor.run("return await tools.everything.echo({ message: 'hello' })").await);
     assert_eq!(v, json!("Echo: hello"));
 }
+
+/// The same server in its streamable-HTTP mode, reached as a `url` plugin (opt-in, as
+/// above).
+#[tokio::test]
+#[ignore = "needs @modelcontextprotocol/server-everything from npm; run scripts/test-mcp-everything.sh"]
+async fn the_mcp_everything_server_over_http() {
+    let bin = std::env::var("MCP_EVERYTHING_BIN").expect("MCP_EVERYTHING_BIN names the server-everything executable");
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let mut server = tokio::process::Command::new(&bin).arg("streamableHttp").env("PORT", port.to_string()).kill_on_drop(true).spawn().unwrap();
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    while tokio::net::TcpStream::connect(("127.0.0.1", port)).await.is_err() {
+        assert!(std::time::Instant::now() < deadline, "the everything server did not listen on {port}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let plugin = McpPlugin::new(McpConfig { name: "everything".into(), transport: McpTransport::Http { url: format!("http://127.0.0.1:{port}/mcp") }, call_timeout: Duration::from_secs(30) });
+    let host = Arc::new(PluginHost::new(Catalog::new(), vec![]).with_mcp(vec![plugin]));
+    let (catalog, problems) = host.catalog().await;
+    assert!(problems.is_empty(), "{problems:?}");
+    let executor = Executor::builder().launch_mode(LaunchMode::Template).catalog(catalog).build().await.unwrap();
+    let v = ok_value(&executor.run("return await tools.everything.echo({ message: 'over http' })").await);
+    assert_eq!(v, json!("Echo: over http"));
+    let _ = server.kill().await;
+}

@@ -309,3 +309,62 @@ pub fn probe() -> ! {
         Err(e) => fail(&format!("fork: {e}")),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+    use protocol::{WorkerOutcome, WorkerToHost};
+
+    /// Runs `body` in a forked child holding one end of a socket pair; returns what the
+    /// child sent on it and how it exited.
+    fn in_child(body: fn(std::os::fd::RawFd)) -> (Option<WorkerToHost>, i32) {
+        let (ours, theirs) = std::os::unix::net::UnixStream::pair().unwrap();
+        // SAFETY: the child only installs a hook and fails on purpose; the test harness's
+        // other threads are not used in it.
+        match unsafe { nix::unistd::fork() }.unwrap() {
+            nix::unistd::ForkResult::Child => {
+                drop(ours);
+                body(theirs.as_raw_fd());
+                exit_now(0)
+            }
+            nix::unistd::ForkResult::Parent { child } => {
+                drop(theirs);
+                let mut ours = ours;
+                let sent = protocol::frame::read_frame::<_, WorkerToHost>(&mut ours, protocol::MAX_FRAME_BYTES).ok();
+                let status = nix::sys::wait::waitpid(child, None).unwrap();
+                let code = match status {
+                    nix::sys::wait::WaitStatus::Exited(_, code) => code,
+                    other => panic!("the child ended with {other:?}"),
+                };
+                (sent, code)
+            }
+        }
+    }
+
+    #[test]
+    fn a_panic_is_reported_on_the_channel_as_an_internal_outcome() {
+        let (sent, code) = in_child(|fd| {
+            report_panics(Some(fd));
+            panic!("a bug on purpose");
+        });
+        assert_eq!(code, WorkerExit::Panicked.code());
+        match sent {
+            Some(WorkerToHost::Finished { outcome: WorkerOutcome::Internal(text), .. }) => {
+                assert!(text.starts_with("the worker failed: a bug on purpose at sandbox-worker/src/lib.rs:"), "{text}");
+                assert!(text.ends_with("(a bug in codemode, not in the program)"), "{text}");
+            }
+            other => panic!("expected an internal outcome, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn an_abort_is_reported_as_the_memory_limit() {
+        let (sent, code) = in_child(|fd| {
+            report_aborts(fd);
+            std::process::abort();
+        });
+        assert_eq!(code, WorkerExit::Aborted.code());
+        assert!(matches!(sent, Some(WorkerToHost::Finished { outcome: WorkerOutcome::MemoryLimit, .. })), "{sent:?}");
+    }
+}

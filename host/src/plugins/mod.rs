@@ -54,6 +54,9 @@ impl ToolHandler for ProcessTool {
     }
 }
 
+/// A tool a plugin listed, with what serves its calls.
+type Listed = (Arc<dyn ToolHandler>, ToolDefinition);
+
 /// The first pause of the background retries of unavailable plugins; it doubles up to
 /// [`MAX_BACKGROUND_RETRY`] while some stay unavailable.
 const FIRST_BACKGROUND_RETRY: Duration = Duration::from_secs(1);
@@ -160,7 +163,7 @@ impl PluginHost {
         let mut catalog = self.base.clone();
         let mut problems = Vec::new();
         for (plugin, listed) in process.into_iter().chain(mcp) {
-            let listed: Result<Vec<(Arc<dyn ToolHandler>, ToolDefinition)>, String> = listed;
+            let listed: Result<Vec<Listed>, String> = listed;
             match listed {
                 Err(reason) => {
                     let recover = Arc::new(RecoverPlugin { host: Arc::downgrade(self), plugin: plugin.clone() });
