@@ -30,6 +30,18 @@ ensure_system_packages() {
   fi
 }
 
+# rustfmt and clippy, for CI's format check and lints (rustup's minimal profile lacks them).
+ensure_rust_components() {
+  if ! cargo fmt --version >/dev/null 2>&1 || ! cargo clippy --version >/dev/null 2>&1; then
+    if command -v rustup >/dev/null 2>&1; then
+      rustup component add rustfmt clippy
+    else
+      echo "cargo fmt or cargo clippy is missing: install the rustfmt and clippy components of your toolchain" >&2
+      exit 1
+    fi
+  fi
+}
+
 # The official MCP Python SDK in a virtualenv under target/ (for the MCP server's test and
 # the soak run). Installs it from PyPI on first use.
 MCP_SDK_VERSION="2.3.0"

@@ -148,7 +148,11 @@ fn main() {
 fn timed(catalog: &Catalog, samples: &Arc<Mutex<Vec<Duration>>>) -> Catalog {
     struct Timed(Arc<dyn codemode::ToolHandler>, Arc<Mutex<Vec<Duration>>>);
     impl codemode::ToolHandler for Timed {
-        fn call(&self, input: serde_json::Value, context: codemode::CallContext) -> futures::future::BoxFuture<'static, ToolResult> {
+        fn call(
+            &self,
+            input: serde_json::Value,
+            context: codemode::CallContext,
+        ) -> futures::future::BoxFuture<'static, ToolResult> {
             let (call, samples) = (self.0.call(input, context), Arc::clone(&self.1));
             Box::pin(async move {
                 let t = Instant::now();
@@ -161,7 +165,11 @@ fn timed(catalog: &Catalog, samples: &Arc<Mutex<Vec<Duration>>>) -> Catalog {
     let mut out = Catalog::new();
     for (plugin, tools) in catalog.plugins() {
         for tool in tools {
-            out.add(plugin, Tool::new(tool.definition.clone(), Arc::new(Timed(Arc::clone(&tool.handler), Arc::clone(samples))))).unwrap();
+            out.add(
+                plugin,
+                Tool::new(tool.definition.clone(), Arc::new(Timed(Arc::clone(&tool.handler), Arc::clone(samples)))),
+            )
+            .unwrap();
         }
     }
     out

@@ -39,7 +39,9 @@ impl PoolCgroup {
             let dir = root.join(name);
             let controllers = std::fs::read_to_string(root.join("cgroup.subtree_control")).unwrap_or_default();
             if !(controllers.contains("memory") && controllers.contains("pids")) {
-                return Err("cgroup v2 is mounted but the memory and pids controllers are not enabled for child groups".into());
+                return Err(
+                    "cgroup v2 is mounted but the memory and pids controllers are not enabled for child groups".into(),
+                );
             }
             make(&dir)?;
             let group = Self { dirs: vec![dir.clone()], version: "v2" };

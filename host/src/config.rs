@@ -324,7 +324,11 @@ fn misplaced_settings(plugin: &PluginConfig) -> Vec<&'static str> {
         "cpu_step_ms" => plugin.cpu_step_ms.is_some(),
         _ => false,
     };
-    KIND_SETTINGS.iter().filter(|(key, kinds)| present(key) && !kinds.contains(&plugin.kind)).map(|(key, _)| *key).collect()
+    KIND_SETTINGS
+        .iter()
+        .filter(|(key, kinds)| present(key) && !kinds.contains(&plugin.kind))
+        .map(|(key, _)| *key)
+        .collect()
 }
 
 impl PluginKind {
@@ -345,15 +349,23 @@ impl Config {
     /// manifest's rules, inside its plugin's folder).
     pub fn load(path: &Path) -> Result<Self, ConfigError> {
         let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read { path: path.into(), source })?;
-        let mut config: Config = toml::from_str(&text).map_err(|e| ConfigError::Parse { path: path.into(), message: e.to_string() })?;
-        config.limits.apply(Limits::default(), LimitSource::ConfigFile).map_err(|source| ConfigError::Limit { path: path.into(), source })?;
+        let mut config: Config =
+            toml::from_str(&text).map_err(|e| ConfigError::Parse { path: path.into(), message: e.to_string() })?;
+        config
+            .limits
+            .apply(Limits::default(), LimitSource::ConfigFile)
+            .map_err(|source| ConfigError::Limit { path: path.into(), source })?;
         let dir = path.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
-        config.base_dir = std::fs::canonicalize(dir).map_err(|source| ConfigError::Read { path: dir.into(), source })?;
+        config.base_dir =
+            std::fs::canonicalize(dir).map_err(|source| ConfigError::Read { path: dir.into(), source })?;
         if config.server.max_sessions == 0 {
             return Err(ConfigError::Server { path: path.into(), problem: "max_sessions must be at least 1".into() });
         }
         if config.server.tls_cert.is_some() != config.server.tls_key.is_some() {
-            return Err(ConfigError::Server { path: path.into(), problem: "tls_cert and tls_key go together: give both, or neither".into() });
+            return Err(ConfigError::Server {
+                path: path.into(),
+                problem: "tls_cert and tls_key go together: give both, or neither".into(),
+            });
         }
         for file in [&mut config.server.tls_cert, &mut config.server.tls_key].into_iter().flatten() {
             *file = config.base_dir.join(&*file);
@@ -361,12 +373,17 @@ impl Config {
         let base_dir = config.base_dir.clone();
         let mut seen: std::collections::HashMap<&str, usize> = std::collections::HashMap::new();
         for (index, plugin) in config.plugins.iter().enumerate() {
-            let problem = |problem: String| ConfigError::Plugin { path: path.into(), plugin: plugin.name.clone(), problem };
-            if !crate::catalog::is_valid_name(&plugin.name) {
+            let problem =
+                |problem: String| ConfigError::Plugin { path: path.into(), plugin: plugin.name.clone(), problem };
+            if !crate::tool::is_valid_name(&plugin.name) {
                 return Err(problem("the name must be 1 to 64 letters, digits, '_' or '-'".into()));
             }
             if let Some(first) = seen.insert(plugin.name.as_str(), index) {
-                return Err(problem(format!("is configured twice ([[plugin]] entries {} and {}); give each plugin its own name", first + 1, index + 1)));
+                return Err(problem(format!(
+                    "is configured twice ([[plugin]] entries {} and {}); give each plugin its own name",
+                    first + 1,
+                    index + 1
+                )));
             }
             let misplaced = misplaced_settings(plugin);
             if !misplaced.is_empty() {
@@ -379,19 +396,33 @@ impl Config {
                 )));
             }
             match plugin.kind {
-                PluginKind::Process if plugin.command.is_none() => return Err(problem("a process plugin needs `command`".into())),
-                PluginKind::Mcp if plugin.command.is_some() == plugin.url.is_some() => {
-                    return Err(problem("an MCP server needs either `command` (stdio) or `url` (streamable HTTP)".into()))
+                PluginKind::Process if plugin.command.is_none() => {
+                    return Err(problem("a process plugin needs `command`".into()))
                 }
-                PluginKind::Mcp if plugin.url.is_some() && !plugin.args.is_empty() => return Err(problem("`args` applies to an MCP server started with `command`, not to one at a `url`".into())),
-                PluginKind::Javascript if plugin.path.is_none() => return Err(problem("a JavaScript plugin needs `path`, its folder (with manifest.json)".into())),
+                PluginKind::Mcp if plugin.command.is_some() == plugin.url.is_some() => {
+                    return Err(problem(
+                        "an MCP server needs either `command` (stdio) or `url` (streamable HTTP)".into(),
+                    ))
+                }
+                PluginKind::Mcp if plugin.url.is_some() && !plugin.args.is_empty() => {
+                    return Err(problem(
+                        "`args` applies to an MCP server started with `command`, not to one at a `url`".into(),
+                    ))
+                }
+                PluginKind::Javascript if plugin.path.is_none() => {
+                    return Err(problem("a JavaScript plugin needs `path`, its folder (with manifest.json)".into()))
+                }
                 _ => {}
             }
         }
         for plugin in &mut config.plugins {
             if plugin.kind == PluginKind::Javascript && plugin.enabled {
                 let folder = base_dir.join(plugin.path.as_deref().unwrap_or_default());
-                let manifest = Manifest::load(&folder).map_err(|e| ConfigError::Plugin { path: path.into(), plugin: plugin.name.clone(), problem: e.to_string() })?;
+                let manifest = Manifest::load(&folder).map_err(|e| ConfigError::Plugin {
+                    path: path.into(),
+                    plugin: plugin.name.clone(),
+                    problem: e.to_string(),
+                })?;
                 plugin.manifest = Some(manifest);
             }
         }
@@ -423,23 +454,34 @@ impl Config {
             // A manifest's rules must be the plugin's own files (`true`): a link out of its
             // folder could hand any file the host can read to every agent. The
             // configuration's own `rules` are the user's choice (`false`).
-            let from_manifest = plugin.manifest.iter().flat_map(|m| m.contributes.rules.iter()).map(|r| (self.plugin_dir(plugin).join(r), true));
-            let files: Vec<(PathBuf, bool)> = from_manifest.chain(plugin.rules.iter().map(|r| (self.base_dir.join(r), false))).collect();
+            let from_manifest = plugin
+                .manifest
+                .iter()
+                .flat_map(|m| m.contributes.rules.iter())
+                .map(|r| (self.plugin_dir(plugin).join(r), true));
+            let files: Vec<(PathBuf, bool)> =
+                from_manifest.chain(plugin.rules.iter().map(|r| (self.base_dir.join(r), false))).collect();
             if files.is_empty() {
                 continue;
             }
             let mut folder = None;
             let mut body = Vec::new();
             for (file, own_file) in files {
-                let problem = |problem: String| ConfigError::Rules { plugin: plugin.name.clone(), file: file.clone(), problem };
+                let problem =
+                    |problem: String| ConfigError::Rules { plugin: plugin.name.clone(), file: file.clone(), problem };
                 if own_file {
                     let real = std::fs::canonicalize(&file).map_err(|e| problem(format!("cannot be read: {e}")))?;
                     let folder = match &folder {
                         Some(f) => f,
-                        None => folder.insert(std::fs::canonicalize(self.plugin_dir(plugin)).map_err(|e| problem(format!("cannot be checked: its plugin folder cannot be read: {e}")))?),
+                        None => folder.insert(std::fs::canonicalize(self.plugin_dir(plugin)).map_err(|e| {
+                            problem(format!("cannot be checked: its plugin folder cannot be read: {e}"))
+                        })?),
                     };
                     if !real.starts_with(folder) {
-                        return Err(problem(format!("leads outside the plugin's folder (to {}); rules must be the plugin's own files", real.display())));
+                        return Err(problem(format!(
+                            "leads outside the plugin's folder (to {}); rules must be the plugin's own files",
+                            real.display()
+                        )));
                     }
                 }
                 let text = std::fs::read_to_string(&file).map_err(|e| problem(format!("cannot be read: {e}")))?;
@@ -457,7 +499,12 @@ impl Config {
                 name: p.name.clone(),
                 transport: match &p.url {
                     Some(url) => McpTransport::Http { url: url.clone() },
-                    None => McpTransport::Stdio { command: launch.command, args: launch.args, env: launch.env, cwd: launch.cwd },
+                    None => McpTransport::Stdio {
+                        command: launch.command,
+                        args: launch.args,
+                        env: launch.env,
+                        cwd: launch.cwd,
+                    },
                 },
                 call_timeout: launch.call_timeout,
             })
@@ -485,7 +532,11 @@ impl Config {
 
     /// The tools that need a person's approval, by plugin (from `require_approval`).
     pub fn approvals(&self) -> std::collections::HashMap<String, Vec<String>> {
-        self.plugins.iter().filter(|p| p.enabled && !p.require_approval.is_empty()).map(|p| (p.name.clone(), p.require_approval.clone())).collect()
+        self.plugins
+            .iter()
+            .filter(|p| p.enabled && !p.require_approval.is_empty())
+            .map(|p| (p.name.clone(), p.require_approval.clone()))
+            .collect()
     }
 
     /// The JavaScript plugins to start (a plugin with only rules has no `main` and
@@ -572,21 +623,43 @@ mod tests {
     #[test]
     fn duplicate_names_and_settings_of_another_kind_are_errors() {
         let e = parse("[[plugin]]\nname = \"a\"\nkind = \"process\"\ncommand = \"x\"\n\n[[plugin]]\nname = \"a\"\nkind = \"mcp\"\ncommand = \"y\"\n").unwrap_err().to_string();
-        assert!(e.ends_with("plugin \"a\": is configured twice ([[plugin]] entries 1 and 2); give each plugin its own name"), "{e}");
-        let e = parse("[[plugin]]\nname = \"a\"\nkind = \"process\"\ncommand = \"x\"\npath = \"p\"\nmemory_mib = 64\n").unwrap_err().to_string();
-        assert!(e.ends_with("plugin \"a\": `path`, `memory_mib` do not apply to a process plugin; remove them or change `kind`"), "{e}");
-        let e = parse("[[plugin]]\nname = \"m\"\nkind = \"mcp\"\nurl = \"http://127.0.0.1:1/mcp\"\nargs = [\"x\"]\n").unwrap_err().to_string();
+        assert!(
+            e.ends_with(
+                "plugin \"a\": is configured twice ([[plugin]] entries 1 and 2); give each plugin its own name"
+            ),
+            "{e}"
+        );
+        let e = parse("[[plugin]]\nname = \"a\"\nkind = \"process\"\ncommand = \"x\"\npath = \"p\"\nmemory_mib = 64\n")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.ends_with(
+                "plugin \"a\": `path`, `memory_mib` do not apply to a process plugin; remove them or change `kind`"
+            ),
+            "{e}"
+        );
+        let e = parse("[[plugin]]\nname = \"m\"\nkind = \"mcp\"\nurl = \"http://127.0.0.1:1/mcp\"\nargs = [\"x\"]\n")
+            .unwrap_err()
+            .to_string();
         assert!(e.ends_with("`args` applies to an MCP server started with `command`, not to one at a `url`"), "{e}");
-        let e = parse("[[plugin]]\nname = \"j\"\nkind = \"javascript\"\ncommand = \"node\"\npath = \"x\"\n").unwrap_err().to_string();
+        let e = parse("[[plugin]]\nname = \"j\"\nkind = \"javascript\"\ncommand = \"node\"\npath = \"x\"\n")
+            .unwrap_err()
+            .to_string();
         assert!(e.ends_with("`command` does not apply to a javascript plugin; remove it or change `kind`"), "{e}");
     }
 
     #[test]
     fn a_missing_rules_file_is_an_error_naming_it() {
-        let e = parse("[[plugin]]\nname = \"db\"\nkind = \"process\"\ncommand = \"x\"\nrules = [\"missing-rules.md\"]\n").unwrap_err();
+        let e =
+            parse("[[plugin]]\nname = \"db\"\nkind = \"process\"\ncommand = \"x\"\nrules = [\"missing-rules.md\"]\n")
+                .unwrap_err();
         let text = e.to_string();
         assert!(matches!(e, ConfigError::Rules { .. }), "{text}");
-        assert!(text.starts_with("plugin \"db\": the rules file ") && text.contains("missing-rules.md cannot be read: No such file"), "{text}");
+        assert!(
+            text.starts_with("plugin \"db\": the rules file ")
+                && text.contains("missing-rules.md cannot be read: No such file"),
+            "{text}"
+        );
     }
 
     #[test]
@@ -621,7 +694,11 @@ mod tests {
         let dir = std::env::temp_dir().join(format!("codemode-rules-link-{}", std::process::id()));
         let plugin = dir.join("p");
         std::fs::create_dir_all(&plugin).unwrap();
-        std::fs::write(plugin.join("manifest.json"), r#"{ "name": "p", "version": "1", "contributes": { "rules": ["rules.md"] } }"#).unwrap();
+        std::fs::write(
+            plugin.join("manifest.json"),
+            r#"{ "name": "p", "version": "1", "contributes": { "rules": ["rules.md"] } }"#,
+        )
+        .unwrap();
         std::fs::write(dir.join("secret.txt"), "not for agents").unwrap();
         let _ = std::fs::remove_file(plugin.join("rules.md"));
         std::os::unix::fs::symlink(dir.join("secret.txt"), plugin.join("rules.md")).unwrap();
@@ -632,7 +709,11 @@ mod tests {
         // The configuration's own rules for the plugin are the user's choice, wherever they are.
         std::fs::remove_file(plugin.join("rules.md")).unwrap();
         std::fs::write(plugin.join("manifest.json"), r#"{ "name": "p", "version": "1" }"#).unwrap();
-        std::fs::write(&path, "[[plugin]]\nname = \"p\"\nkind = \"javascript\"\npath = \"p\"\nrules = [\"secret.txt\"]\n").unwrap();
+        std::fs::write(
+            &path,
+            "[[plugin]]\nname = \"p\"\nkind = \"javascript\"\npath = \"p\"\nrules = [\"secret.txt\"]\n",
+        )
+        .unwrap();
         assert_eq!(Config::load(&path).unwrap().rules_text().unwrap(), "## p\n\nnot for agents");
     }
 
@@ -640,7 +721,8 @@ mod tests {
     fn mistakes_are_named() {
         let e = parse("[[plugin]]\nname = \"x\"\nkind = \"process\"\n").unwrap_err().to_string();
         assert!(e.ends_with("plugin \"x\": a process plugin needs `command`"), "{e}");
-        let e = parse("[[plugin]]\nname = \"bad name\"\nkind = \"process\"\ncommand = \"x\"\n").unwrap_err().to_string();
+        let e =
+            parse("[[plugin]]\nname = \"bad name\"\nkind = \"process\"\ncommand = \"x\"\n").unwrap_err().to_string();
         assert!(e.contains("the name must be 1 to 64"), "{e}");
         let e = parse("[[plugin]]\nname = \"m\"\nkind = \"mcp\"\n").unwrap_err().to_string();
         assert!(e.ends_with("an MCP server needs either `command` (stdio) or `url` (streamable HTTP)"), "{e}");

@@ -6,7 +6,7 @@
 
 use serde_json::{json, Value};
 
-use crate::catalog::{Catalog, Tool, ToolDefinition, ToolResult};
+use crate::tool::{Catalog, Tool, ToolDefinition, ToolResult};
 
 /// A catalog with the example tools.
 pub fn example_catalog() -> Catalog {

@@ -146,9 +146,15 @@ impl Launcher {
             _ => None,
         };
         let missing = template.as_ref().map(|t| t.missing_layers.clone()).unwrap_or_default();
-        Ok(Self { worker, mode, sandbox, cgroup, template: Mutex::new(template), missing_layers: std::sync::Mutex::new(missing) })
+        Ok(Self {
+            worker,
+            mode,
+            sandbox,
+            cgroup,
+            template: Mutex::new(template),
+            missing_layers: std::sync::Mutex::new(missing),
+        })
     }
-
 
     /// Sandbox layers the template reported missing (empty under [`SandboxPolicy::Required`]).
     pub fn missing_layers(&self) -> Vec<MissingLayer> {
@@ -166,7 +172,11 @@ impl Launcher {
     /// the worker it may have made keeps a channel nobody else uses, sees the host's end
     /// closed and exits, and is reaped as an orphan ([`crate::worker_process::reap_orphans`]).
     pub async fn launch(&self) -> Result<(WorkerProcess, OwnedFd), LaunchError> {
-        let channel = || std::os::unix::net::UnixStream::pair().map(|(host, worker)| (OwnedFd::from(host), OwnedFd::from(worker))).map_err(os("socketpair"));
+        let channel = || {
+            std::os::unix::net::UnixStream::pair()
+                .map(|(host, worker)| (OwnedFd::from(host), OwnedFd::from(worker)))
+                .map_err(os("socketpair"))
+        };
         match self.mode {
             LaunchMode::Spawn => {
                 let (host, worker) = channel()?;
@@ -215,7 +225,8 @@ fn worker_engine(worker: &Path) -> Result<Engine, LaunchError> {
         .stderr(Stdio::inherit())
         .output()
         .map_err(|source| LaunchError::Exec { path: worker.into(), source })?;
-    let info: Info = serde_json::from_slice(&out.stdout).map_err(|e| LaunchError::Template(format!("`{} info` printed no engine: {e}", worker.display())))?;
+    let info: Info = serde_json::from_slice(&out.stdout)
+        .map_err(|e| LaunchError::Template(format!("`{} info` printed no engine: {e}", worker.display())))?;
     Ok(info.engine)
 }
 
@@ -226,11 +237,7 @@ const WORKER_FD: i32 = 3;
 /// environment.
 fn worker_command(worker: &Path, fd: &OwnedFd, command: &WorkerCommand) -> Command {
     let mut cmd = Command::new(worker);
-    cmd.args(command.to_args())
-        .env_clear()
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::inherit());
+    cmd.args(command.to_args()).env_clear().stdin(Stdio::null()).stdout(Stdio::null()).stderr(Stdio::inherit());
     let raw = fd.as_raw_fd();
     // SAFETY: the closure runs in the child between fork and exec and only calls
     // dup2/fcntl, which are async-signal-safe.
@@ -250,8 +257,14 @@ fn worker_command(worker: &Path, fd: &OwnedFd, command: &WorkerCommand) -> Comma
     cmd
 }
 
-fn spawn_worker(worker: &Path, channel: OwnedFd, sandbox: SandboxPolicy, cgroup: Option<&PoolCgroup>) -> Result<WorkerProcess, LaunchError> {
-    let command = WorkerCommand::Run { channel_fd: WORKER_FD, host_pid: std::process::id() as i32, sandbox: sandbox.mode() };
+fn spawn_worker(
+    worker: &Path,
+    channel: OwnedFd,
+    sandbox: SandboxPolicy,
+    cgroup: Option<&PoolCgroup>,
+) -> Result<WorkerProcess, LaunchError> {
+    let command =
+        WorkerCommand::Run { channel_fd: WORKER_FD, host_pid: std::process::id() as i32, sandbox: sandbox.mode() };
     let child = worker_command(worker, &channel, &command)
         .spawn()
         .map_err(|source| LaunchError::Exec { path: worker.into(), source })?;
@@ -271,12 +284,20 @@ struct Template {
 
 impl Template {
     async fn start(worker: &Path, sandbox: SandboxPolicy, cgroup: Option<&PoolCgroup>) -> Result<Self, LaunchError> {
-        let (ours, theirs) = socketpair(AddressFamily::Unix, SockType::SeqPacket, None, SockFlag::SOCK_CLOEXEC).map_err(nix_os("socketpair"))?;
+        let (ours, theirs) = socketpair(AddressFamily::Unix, SockType::SeqPacket, None, SockFlag::SOCK_CLOEXEC)
+            .map_err(nix_os("socketpair"))?;
         // Only the host's end is non-blocking; the template reads its end blocking.
         let flags = nix::fcntl::fcntl(&ours, nix::fcntl::FcntlArg::F_GETFL).map_err(nix_os("fcntl"))?;
-        nix::fcntl::fcntl(&ours, nix::fcntl::FcntlArg::F_SETFL(nix::fcntl::OFlag::from_bits_retain(flags) | nix::fcntl::OFlag::O_NONBLOCK))
-            .map_err(nix_os("fcntl"))?;
-        let command = WorkerCommand::Template { control_fd: WORKER_FD, host_pid: std::process::id() as i32, sandbox: sandbox.mode() };
+        nix::fcntl::fcntl(
+            &ours,
+            nix::fcntl::FcntlArg::F_SETFL(nix::fcntl::OFlag::from_bits_retain(flags) | nix::fcntl::OFlag::O_NONBLOCK),
+        )
+        .map_err(nix_os("fcntl"))?;
+        let command = WorkerCommand::Template {
+            control_fd: WORKER_FD,
+            host_pid: std::process::id() as i32,
+            sandbox: sandbox.mode(),
+        };
         let child = worker_command(worker, &theirs, &command)
             .spawn()
             .map_err(|source| LaunchError::Exec { path: worker.into(), source })?;
@@ -286,7 +307,8 @@ impl Template {
         let process = WorkerProcess::adopt(child.id() as i32).map_err(os("pidfd_open"))?;
         drop(child);
         // SAFETY: the AsyncFd owns the descriptor and nothing replaces or closes it while registered.
-        let control = unsafe { AsyncFd::register(ours) }.map_err(|e| LaunchError::Os { what: "registering the template channel", source: e.into() })?;
+        let control = unsafe { AsyncFd::register(ours) }
+            .map_err(|e| LaunchError::Os { what: "registering the template channel", source: e.into() })?;
         let mut template = Self { process, control, missing_layers: Vec::new() };
         match tokio::time::timeout(TEMPLATE_READY_TIMEOUT, template.recv()).await {
             Ok(Ok(TemplateReply::Ready { engine, missing_layers })) if engine.can_fork() => {
@@ -299,7 +321,9 @@ impl Template {
             Ok(Ok(TemplateReply::Ready { engine, .. })) => Err(LaunchError::EngineCannotFork(engine.to_string())),
             Ok(Ok(TemplateReply::Failed { reason })) => Err(LaunchError::Sandbox(reason)),
             Ok(Ok(other)) => Err(LaunchError::Template(format!("expected Ready, got {other:?}"))),
-            Ok(Err(e)) => Err(LaunchError::Template(format!("it exited before it was ready ({e}); its stderr says why"))),
+            Ok(Err(e)) => {
+                Err(LaunchError::Template(format!("it exited before it was ready ({e}); its stderr says why")))
+            }
             Err(_) => Err(LaunchError::Template(format!("not ready after {TEMPLATE_READY_TIMEOUT:?}"))),
         }
     }
@@ -314,7 +338,11 @@ impl Template {
         }
     }
 
-    async fn send(&self, request: &TemplateRequest, fd: Option<std::os::fd::BorrowedFd<'_>>) -> Result<(), LaunchError> {
+    async fn send(
+        &self,
+        request: &TemplateRequest,
+        fd: Option<std::os::fd::BorrowedFd<'_>>,
+    ) -> Result<(), LaunchError> {
         loop {
             let mut guard = self.control.writable().await.map_err(os("waiting on the template channel"))?;
             match send_control(self.control.get_ref().as_fd(), request, fd) {

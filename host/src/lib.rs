@@ -4,7 +4,7 @@
 //! The flow, top to bottom:
 //! - [`Executor`] ([`executor`]) takes a program and its [`Limits`] ([`limits`]);
 //! - the [`launcher`] starts a worker: forked from a pristine template process, or spawned;
-//! - the executor serves the worker's tool calls from the [`Catalog`] ([`catalog`]) over
+//! - the executor serves the worker's tool calls from the [`Catalog`] ([`tool`]) over
 //!   the `protocol` channel, and enforces the wall clock;
 //! - the worker is killed and reaped ([`worker_process`]) and the program's
 //!   [`Outcome`] ([`outcome`]) is returned.
@@ -24,9 +24,8 @@
 //! # Ok(()) }
 //! ```
 
-pub mod catalog;
-pub mod config;
 pub mod cgroups;
+pub mod config;
 pub mod examples;
 pub mod executor;
 pub mod launcher;
@@ -35,12 +34,13 @@ pub mod outcome;
 pub mod plugins;
 pub mod sandbox_report;
 pub mod serve;
-pub mod signature;
 pub mod tls;
+pub mod tool;
+pub mod typescript;
 pub mod worker_process;
 
-pub use catalog::{CallContext, Caller, Catalog, CatalogError, Content, Tool, ToolDefinition, ToolHandler, ToolResult};
-pub use executor::{default_worker_path, CallHooks, Executor, ExecutorBuilder, ExecutorError};
+pub use executor::{default_worker_path, CallHooks, Executor, ExecutorBuilder, ExecutorError, Program};
 pub use launcher::{LaunchMode, SandboxPolicy};
 pub use limits::Limits;
 pub use outcome::{Outcome, OutcomeKind};
+pub use tool::{CallContext, Caller, Catalog, CatalogError, Content, Tool, ToolDefinition, ToolHandler, ToolResult};

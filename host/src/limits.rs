@@ -119,12 +119,54 @@ pub struct Setting {
 /// Every limit people can set, with its names and range.
 pub const SETTINGS: [Setting; 7] = [
     Setting { which: Which::Memory, key: "memory_mib", flag: "--memory-mib", unit: Unit::Mib, min: 16, max: 64 * 1024 },
-    Setting { which: Which::CpuStep, key: "cpu_step_ms", flag: "--cpu-step-ms", unit: Unit::Millis, min: 10, max: 24 * 3600 * 1000 },
-    Setting { which: Which::WallClock, key: "wall_clock_ms", flag: "--wall-clock-ms", unit: Unit::Millis, min: 10, max: 7 * 24 * 3600 * 1000 },
-    Setting { which: Which::Console, key: "console_bytes", flag: "--console-bytes", unit: Unit::Bytes, min: 0, max: 16 * MIB },
-    Setting { which: Which::Result, key: "result_bytes", flag: "--result-bytes", unit: Unit::Bytes, min: 16, max: 48 * MIB },
-    Setting { which: Which::ToolCalls, key: "tool_calls_in_flight", flag: "--tool-calls-in-flight", unit: Unit::Count, min: 1, max: 1 << 20 },
-    Setting { which: Which::ToolBytes, key: "tool_bytes_in_flight", flag: "--tool-bytes-in-flight", unit: Unit::Bytes, min: MIB, max: 48 * MIB },
+    Setting {
+        which: Which::CpuStep,
+        key: "cpu_step_ms",
+        flag: "--cpu-step-ms",
+        unit: Unit::Millis,
+        min: 10,
+        max: 24 * 3600 * 1000,
+    },
+    Setting {
+        which: Which::WallClock,
+        key: "wall_clock_ms",
+        flag: "--wall-clock-ms",
+        unit: Unit::Millis,
+        min: 10,
+        max: 7 * 24 * 3600 * 1000,
+    },
+    Setting {
+        which: Which::Console,
+        key: "console_bytes",
+        flag: "--console-bytes",
+        unit: Unit::Bytes,
+        min: 0,
+        max: 16 * MIB,
+    },
+    Setting {
+        which: Which::Result,
+        key: "result_bytes",
+        flag: "--result-bytes",
+        unit: Unit::Bytes,
+        min: 16,
+        max: 48 * MIB,
+    },
+    Setting {
+        which: Which::ToolCalls,
+        key: "tool_calls_in_flight",
+        flag: "--tool-calls-in-flight",
+        unit: Unit::Count,
+        min: 1,
+        max: 1 << 20,
+    },
+    Setting {
+        which: Which::ToolBytes,
+        key: "tool_bytes_in_flight",
+        flag: "--tool-bytes-in-flight",
+        unit: Unit::Bytes,
+        min: MIB,
+        max: 48 * MIB,
+    },
 ];
 
 impl Setting {
@@ -245,7 +287,10 @@ impl Limits {
                 Unit::Millis => human_duration(Duration::from_millis(v)),
                 Unit::Count => v.to_string(),
             };
-            return Err(LimitError { setting: format!("{field} = {}", show(value)), range: format!("must be between {} and {}", show(min), show(max)) });
+            return Err(LimitError {
+                setting: format!("{field} = {}", show(value)),
+                range: format!("must be between {} and {}", show(min), show(max)),
+            });
         }
         Ok(())
     }
@@ -336,8 +381,14 @@ mod tests {
     #[test]
     fn settings_speak_the_units_their_user_wrote() {
         let memory = Setting::of(Which::Memory);
-        assert_eq!(memory.check(0, LimitSource::CommandLine).unwrap_err().to_string(), "--memory-mib 0: must be between 16 and 65536");
-        assert_eq!(memory.check(0, LimitSource::ConfigFile).unwrap_err().to_string(), "[limits] memory_mib = 0: must be between 16 and 65536");
+        assert_eq!(
+            memory.check(0, LimitSource::CommandLine).unwrap_err().to_string(),
+            "--memory-mib 0: must be between 16 and 65536"
+        );
+        assert_eq!(
+            memory.check(0, LimitSource::ConfigFile).unwrap_err().to_string(),
+            "[limits] memory_mib = 0: must be between 16 and 65536"
+        );
         assert!(memory.check(64, LimitSource::CommandLine).is_ok());
         let mut limits = Limits::default();
         for setting in &SETTINGS {

@@ -205,7 +205,8 @@ struct UsageError(String);
 /// The exit code for an error that ended a command: 2 for usage and configuration
 /// mistakes, 4 for everything else.
 fn exit_code_of(error: &anyhow::Error) -> i32 {
-    let usage = error.chain().any(|cause| cause.is::<UsageError>() || cause.is::<ConfigError>() || cause.is::<LimitError>());
+    let usage =
+        error.chain().any(|cause| cause.is::<UsageError>() || cause.is::<ConfigError>() || cause.is::<LimitError>());
     if usage {
         2
     } else {
@@ -233,25 +234,27 @@ fn plugin_host(config: &Config, example_tools: bool, worker: &std::path::Path, s
 /// TypeScript declarations.
 async fn list_tools(config: Option<PathBuf>, example_tools: bool, typescript: bool) -> anyhow::Result<i32> {
     let config = load_config(config.as_deref())?;
-    let (catalog, problems) = Arc::new(plugin_host(&config, example_tools, &codemode::default_worker_path(), SandboxPolicy::Required)).catalog().await;
+    let (catalog, problems) =
+        Arc::new(plugin_host(&config, example_tools, &codemode::default_worker_path(), SandboxPolicy::Required))
+            .catalog()
+            .await;
+    let described = |p: &codemode::plugins::LoadProblem| {
+        if p.unavailable {
+            format!("plugin {} is unavailable: {}", p.plugin, p.reason)
+        } else {
+            format!("plugin {}: {}", p.plugin, p.reason)
+        }
+    };
     for p in problems.iter().filter(|_| typescript) {
-        eprintln!("codemode: plugin {} is unavailable: {}", p.plugin, p.reason);
+        eprintln!("codemode: {}", described(p));
     }
     if typescript {
-        print_result(codemode::serve::declarations::declarations(&catalog).trim_end())?;
+        print_result(codemode::typescript::declarations(&catalog).trim_end())?;
         return Ok(if problems.is_empty() { 0 } else { 1 });
     }
-    let mut out = String::new();
-    for (plugin, tools) in catalog.plugins() {
-        for tool in tools {
-            let d = &tool.definition;
-            let output = d.output_schema.as_ref().map_or("string".to_string(), codemode::signature::type_of);
-            out.push_str(&format!("tools.{plugin}.{}({}) -> {output}\n", d.name, codemode::signature::type_of(&d.input_schema)));
-            out.push_str(&format!("    {}\n", d.description.lines().next().unwrap_or_default()));
-        }
-    }
+    let mut out = codemode::typescript::listing(&catalog);
     for p in &problems {
-        out.push_str(&format!("! plugin {} is unavailable: {}\n", p.plugin, p.reason));
+        out.push_str(&format!("! {}\n", described(p)));
     }
     print_result(out.trim_end())?;
     Ok(if problems.is_empty() { 0 } else { 1 })
@@ -269,10 +272,13 @@ fn exit_code(kind: &OutcomeKind) -> i32 {
 async fn run(args: RunArgs) -> anyhow::Result<i32> {
     let (code, source) = if args.file == "-" {
         let mut s = String::new();
-        std::io::stdin().read_to_string(&mut s).map_err(|e| UsageError(format!("cannot read the program from standard input: {e}")))?;
+        std::io::stdin()
+            .read_to_string(&mut s)
+            .map_err(|e| UsageError(format!("cannot read the program from standard input: {e}")))?;
         (s, "standard input".to_string())
     } else {
-        let text = std::fs::read_to_string(&args.file).map_err(|e| UsageError(format!("cannot read the program {}: {e}", args.file)))?;
+        let text = std::fs::read_to_string(&args.file)
+            .map_err(|e| UsageError(format!("cannot read the program {}: {e}", args.file)))?;
         (text, args.file.clone())
     };
     if code.trim().is_empty() {
@@ -280,7 +286,8 @@ async fn run(args: RunArgs) -> anyhow::Result<i32> {
     }
     let config = load_config(args.config.as_deref())?;
     let limits = args.limits(config.limits())?;
-    let sandbox = if args.insecure_allow_weaker_sandbox { SandboxPolicy::InsecureAllowWeaker } else { SandboxPolicy::Required };
+    let sandbox =
+        if args.insecure_allow_weaker_sandbox { SandboxPolicy::InsecureAllowWeaker } else { SandboxPolicy::Required };
     let worker = args.worker.clone().unwrap_or_else(codemode::default_worker_path);
     let plugins = Arc::new(plugin_host(&config, args.example_tools, &worker, sandbox));
     let (catalog, _problems) = plugins.catalog().await;
@@ -317,29 +324,45 @@ async fn serve(args: ServeArgs, http: Option<Listen>) -> anyhow::Result<i32> {
         _ => {}
     }
     let rules = config.rules_text()?;
-    let sandbox = if args.insecure_allow_weaker_sandbox { SandboxPolicy::InsecureAllowWeaker } else { SandboxPolicy::Required };
+    let sandbox =
+        if args.insecure_allow_weaker_sandbox { SandboxPolicy::InsecureAllowWeaker } else { SandboxPolicy::Required };
     let worker = args.worker.clone().unwrap_or_else(codemode::default_worker_path);
     let plugins = Arc::new(plugin_host(&config, args.example_tools, &worker, sandbox));
     let (catalog, problems) = plugins.catalog().await;
-    for p in &problems {
+    for p in problems.iter().filter(|p| p.unavailable) {
         tracing::warn!("plugin {} is unavailable: {}", p.plugin, p.reason);
     }
     let limits = config.limits();
-    let executor = Arc::new(Executor::builder().worker_path(&worker).limits(limits).catalog(catalog).sandbox(sandbox).build().await.context("starting the executor")?);
+    let executor = Arc::new(
+        Executor::builder()
+            .worker_path(&worker)
+            .limits(limits)
+            .catalog(catalog)
+            .sandbox(sandbox)
+            .build()
+            .await
+            .context("starting the executor")?,
+    );
     plugins.keep_current(Arc::clone(&executor));
     let server = codemode::serve::CodemodeServer::new(Arc::clone(&executor), limits, config.server.clone(), &rules);
     match http {
         None => {
             use rmcp::ServiceExt;
-            let running = server.serve(rmcp::transport::stdio()).await.context("starting the MCP server on standard input and output")?;
+            let running = server
+                .serve(rmcp::transport::stdio())
+                .await
+                .context("starting the MCP server on standard input and output")?;
             running.waiting().await.context("serving MCP")?;
         }
         Some(listen) => {
             let token = std::env::var(&listen.token_env).ok().filter(|t| !t.is_empty());
-            codemode::serve::http::check_exposure(listen.addr, listen.allow_remote, token.as_deref()).map_err(|e| UsageError(e.to_string()))?;
+            codemode::serve::http::check_exposure(listen.addr, listen.allow_remote, token.as_deref())
+                .map_err(|e| UsageError(e.to_string()))?;
             let tls_files = listen.tls.or_else(|| config.server.tls_cert.clone().zip(config.server.tls_key.clone()));
             let tls = match &tls_files {
-                Some((cert, key)) => Some(codemode::serve::http::tls_config(cert, key).map_err(|e| UsageError(e.to_string()))?),
+                Some((cert, key)) => {
+                    Some(codemode::serve::http::tls_config(cert, key).map_err(|e| UsageError(e.to_string()))?)
+                }
                 None => None,
             };
             let options = codemode::serve::http::HttpOptions {
@@ -349,9 +372,15 @@ async fn serve(args: ServeArgs, http: Option<Listen>) -> anyhow::Result<i32> {
                 session_idle: std::time::Duration::from_millis(config.server.session_idle_ms),
                 tls,
             };
-            let listener = tokio::net::TcpListener::bind(listen.addr).await.with_context(|| format!("listening on {}", listen.addr))?;
+            let listener = tokio::net::TcpListener::bind(listen.addr)
+                .await
+                .with_context(|| format!("listening on {}", listen.addr))?;
             let scheme = if options.tls.is_some() { "https" } else { "http" };
-            eprintln!("codemode: serving MCP on {scheme}://{}/mcp{}", listener.local_addr()?, if token.is_some() { " (bearer token required)" } else { "" });
+            eprintln!(
+                "codemode: serving MCP on {scheme}://{}/mcp{}",
+                listener.local_addr()?,
+                if token.is_some() { " (bearer token required)" } else { "" }
+            );
             codemode::serve::http::serve(listener, server, options).await.context("serving MCP over HTTP")?;
         }
     }
@@ -380,7 +409,10 @@ fn main() {
     tracing_subscriber::fmt()
         .with_writer(std::io::stderr)
         .with_ansi(std::io::stderr().is_terminal())
-        .with_env_filter(tracing_subscriber::EnvFilter::try_new(&cli.log).unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")))
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_new(&cli.log)
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
+        )
         .init();
     let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
         Ok(rt) => rt,
@@ -395,15 +427,27 @@ fn main() {
             Command::Tools { config, example_tools, typescript } => list_tools(config, example_tools, typescript).await,
             Command::Mcp(args) => serve(args, None).await,
             Command::Serve { common, listen, allow_remote, token_env, tls_cert, tls_key, allow_origins } => {
-                serve(common, Some(Listen { addr: listen, allow_remote, token_env, tls: tls_cert.zip(tls_key), allow_origins })).await
+                serve(
+                    common,
+                    Some(Listen { addr: listen, allow_remote, token_env, tls: tls_cert.zip(tls_key), allow_origins }),
+                )
+                .await
             }
-            Command::Rules { config } => Config::load(&config).map_err(anyhow::Error::from).and_then(|c| Ok(c.rules_text()?)).and_then(|text| {
-                print_result(&text)?;
-                Ok(0)
-            }),
-            Command::SandboxCheck { worker } => codemode::sandbox_report::check(&worker.unwrap_or_else(codemode::default_worker_path)),
+            Command::Rules { config } => {
+                Config::load(&config).map_err(anyhow::Error::from).and_then(|c| Ok(c.rules_text()?)).and_then(|text| {
+                    print_result(&text)?;
+                    Ok(0)
+                })
+            }
+            Command::SandboxCheck { worker } => {
+                codemode::sandbox_report::check(&worker.unwrap_or_else(codemode::default_worker_path))
+            }
             Command::SandboxExec { insecure_allow_weaker_sandbox, worker, payload } => {
-                let policy = if insecure_allow_weaker_sandbox { SandboxPolicy::InsecureAllowWeaker } else { SandboxPolicy::Required };
+                let policy = if insecure_allow_weaker_sandbox {
+                    SandboxPolicy::InsecureAllowWeaker
+                } else {
+                    SandboxPolicy::Required
+                };
                 codemode::sandbox_report::exec(&worker.unwrap_or_else(codemode::default_worker_path), policy, &payload)
             }
         }

@@ -93,7 +93,10 @@ impl OutcomeKind {
     pub fn is_limit(&self) -> bool {
         matches!(
             self,
-            OutcomeKind::MemoryLimit { .. } | OutcomeKind::CpuLimit { .. } | OutcomeKind::WallClockLimit { .. } | OutcomeKind::ResultTooLarge { .. }
+            OutcomeKind::MemoryLimit { .. }
+                | OutcomeKind::CpuLimit { .. }
+                | OutcomeKind::WallClockLimit { .. }
+                | OutcomeKind::ResultTooLarge { .. }
         )
     }
 }
@@ -215,7 +218,10 @@ impl Outcome {
             if !console.ends_with('\n') {
                 console.push('\n');
             }
-            console.push_str(&format!("[console output cut here: {} more bytes were dropped]", self.console_dropped_bytes));
+            console.push_str(&format!(
+                "[console output cut here: {} more bytes were dropped]",
+                self.console_dropped_bytes
+            ));
         }
         Some(console.trim_end_matches('\n').to_string())
     }
@@ -234,13 +240,23 @@ mod tests {
     use super::*;
 
     fn outcome(kind: OutcomeKind, console: &str, dropped: u64) -> Outcome {
-        Outcome { kind, console: console.into(), console_dropped_bytes: dropped, tool_calls: 0, elapsed: Duration::ZERO, sandbox_missing: Vec::new() }
+        Outcome {
+            kind,
+            console: console.into(),
+            console_dropped_bytes: dropped,
+            tool_calls: 0,
+            elapsed: Duration::ZERO,
+            sandbox_missing: Vec::new(),
+        }
     }
 
     #[test]
     fn a_string_is_shown_as_it_is_and_other_values_as_json() {
         assert_eq!(outcome(OutcomeKind::Ok { value: Some("\"hi\\nthere\"".into()) }, "", 0).agent_text(), "hi\nthere");
-        assert_eq!(outcome(OutcomeKind::Ok { value: Some("{\"a\":1}".into()) }, "log\n", 0).agent_text(), "{\"a\":1}\n\nConsole output:\nlog");
+        assert_eq!(
+            outcome(OutcomeKind::Ok { value: Some("{\"a\":1}".into()) }, "log\n", 0).agent_text(),
+            "{\"a\":1}\n\nConsole output:\nlog"
+        );
     }
 
     #[test]
@@ -251,7 +267,9 @@ mod tests {
             "Memory limit: the program used more than its 256 MiB of memory and was stopped.\n\nConsole output:\na\n[console output cut here: 5 more bytes were dropped]"
         );
         assert!(outcome(OutcomeKind::CpuLimit { limit_ms: 10_000 }, "", 0).agent_text().contains("more than 10 s"));
-        assert!(outcome(OutcomeKind::WallClockLimit { limit_ms: 900_000 }, "", 0).agent_text().contains("more than 15 min"));
+        assert!(outcome(OutcomeKind::WallClockLimit { limit_ms: 900_000 }, "", 0)
+            .agent_text()
+            .contains("more than 15 min"));
     }
 
     #[test]
@@ -264,9 +282,22 @@ mod tests {
             column: Some(3),
             unhandled_rejection: false,
         };
-        assert_eq!(outcome(kind, "", 0).agent_text(), "Error: the program threw TypeError: x is not a function (line 2, column 3)\n    at program.js:2:3");
-        let kind = OutcomeKind::Error { name: "Error".into(), message: "left".into(), stack: None, line: Some(1), column: Some(16), unhandled_rejection: true };
-        assert_eq!(outcome(kind, "", 0).agent_text(), "Error: a promise the program did not handle rejected with Error: left (line 1, column 16)");
+        assert_eq!(
+            outcome(kind, "", 0).agent_text(),
+            "Error: the program threw TypeError: x is not a function (line 2, column 3)\n    at program.js:2:3"
+        );
+        let kind = OutcomeKind::Error {
+            name: "Error".into(),
+            message: "left".into(),
+            stack: None,
+            line: Some(1),
+            column: Some(16),
+            unhandled_rejection: true,
+        };
+        assert_eq!(
+            outcome(kind, "", 0).agent_text(),
+            "Error: a promise the program did not handle rejected with Error: left (line 1, column 16)"
+        );
     }
 
     #[test]

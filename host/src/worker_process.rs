@@ -50,7 +50,9 @@ pub fn reap_orphans() {
     for entry in entries.flatten() {
         let Ok(pid) = entry.file_name().to_string_lossy().parse::<i32>() else { continue };
         let Ok(status) = std::fs::read_to_string(format!("/proc/{pid}/status")) else { continue };
-        let field = |name: &str| status.lines().find_map(|l| l.strip_prefix(name)).map(|v| v.trim().to_string()).unwrap_or_default();
+        let field = |name: &str| {
+            status.lines().find_map(|l| l.strip_prefix(name)).map(|v| v.trim().to_string()).unwrap_or_default()
+        };
         let own_namespace_init = field("NSpid:").split_whitespace().count() == 2 && field("NSpid:").ends_with(" 1");
         if field("PPid:") != me || !field("State:").starts_with('Z') || !own_namespace_init {
             continue;
@@ -105,7 +107,8 @@ impl WorkerProcess {
         // SAFETY: the kernel just returned this descriptor; nothing else owns it.
         let owned = unsafe { OwnedFd::from_raw_fd(fd as i32) };
         // SAFETY: the AsyncFd owns the descriptor and nothing replaces or closes it while registered.
-        let pidfd = unsafe { AsyncFd::register_with_interest(owned, tokio::io::Interest::READABLE) }.map_err(io::Error::from)?;
+        let pidfd = unsafe { AsyncFd::register_with_interest(owned, tokio::io::Interest::READABLE) }
+            .map_err(io::Error::from)?;
         hold(pid, true);
         Ok(Self { pid, pidfd, reaped: false })
     }
@@ -123,7 +126,13 @@ impl WorkerProcess {
         // SAFETY: pidfd_send_signal takes a valid pidfd we own, a signal number and
         // null siginfo; it touches no memory of ours.
         unsafe {
-            libc::syscall(libc::SYS_pidfd_send_signal, self.pidfd.get_ref().as_raw_fd(), libc::SIGKILL, std::ptr::null::<libc::siginfo_t>(), 0);
+            libc::syscall(
+                libc::SYS_pidfd_send_signal,
+                self.pidfd.get_ref().as_raw_fd(),
+                libc::SIGKILL,
+                std::ptr::null::<libc::siginfo_t>(),
+                0,
+            );
         }
     }
 

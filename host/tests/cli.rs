@@ -15,12 +15,17 @@ fn codemode(args: &[&str], stdin: &str) -> (i32, String, String) {
     // A codemode that exits before reading (a usage mistake) closes the pipe early.
     let _ = child.stdin.take().unwrap().write_all(stdin.as_bytes());
     let out = child.wait_with_output().unwrap();
-    (out.status.code().unwrap_or(-1), String::from_utf8_lossy(&out.stdout).into_owned(), String::from_utf8_lossy(&out.stderr).into_owned())
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
 }
 
 #[test]
 fn run_prints_what_the_agent_reads() {
-    let (code, out, err) = codemode(&["run", "--example-tools", "-"], "async (tools) => (await tools.math.add({ a: 1, b: 2 }))");
+    let (code, out, err) =
+        codemode(&["run", "--example-tools", "-"], "async (tools) => (await tools.math.add({ a: 1, b: 2 }))");
     assert_eq!((code, out.as_str(), err.as_str()), (0, "3\n", ""));
     let (code, out, _) = codemode(&["run", "--example-tools", "-"], "console.log('hi'); return { a: [1, 'x'] }");
     assert_eq!((code, out.as_str()), (0, "{\"a\":[1,\"x\"]}\n\nConsole output:\nhi\n"));
@@ -79,7 +84,10 @@ fn exit_codes_tell_ok_error_and_limit_apart() {
     assert_eq!(codemode(&["run", "-"], "return 1").0, 0);
     assert_eq!(codemode(&["run", "-"], "throw new Error('x')").0, 1);
     assert_eq!(codemode(&["run", "-"], "await new Promise(() => {})").0, 1);
-    assert_eq!(codemode(&["run", "--memory-mib", "32", "-"], "const a = []; while (true) a.push(new Array(1e5).fill(1))").0, 3);
+    assert_eq!(
+        codemode(&["run", "--memory-mib", "32", "-"], "const a = []; while (true) a.push(new Array(1e5).fill(1))").0,
+        3
+    );
     assert_eq!(codemode(&["run", "--worker", "/nonexistent/worker", "-"], "1").0, 4);
     assert_eq!(codemode(&["run"], "").0, 2);
 }
@@ -109,10 +117,13 @@ fn tools_lists_every_plugin_tool_with_its_signature() {
     let config = example_config("t1");
     let (code, out, _) = codemode(&["tools", "--config", config.to_str().unwrap()], "");
     assert_eq!(code, 0, "{out}");
-    assert!(out.contains("tools.sqlite-notes.query({ sql: string; params?: unknown[] }) -> { columns: string[]; rows: unknown[][] }\n"), "{out}");
-    assert!(out.contains("tools.py-tools.slugify({ title: string }) -> string\n"), "{out}");
-    assert!(out.contains("tools.weather.forecast({ city: string })"), "{out}");
-    assert!(out.contains("tools.hello.greet({ name: string; language?: \"en\" | \"no\" }) -> string\n"), "{out}");
+    assert!(
+        out.contains("tools.sqlite_notes.query(input: {\n  /** A SELECT statement */\n  sql: string;\n  /** Values for ? placeholders */\n  params?: unknown[];\n}): Promise<{\n  columns: string[];\n  rows: unknown[][];\n}>\n"),
+        "{out}"
+    );
+    assert!(out.contains("tools.py_tools.slugify(input: {\n  title: string;\n}): Promise<string>\n    Turns a title into a URL slug (lowercase, dashes).\n"), "{out}");
+    assert!(out.contains("tools.weather.forecast(input: {\n  city: string;\n})"), "{out}");
+    assert!(out.contains("tools.hello.greet(input: {\n  /** Who to greet */\n  name: string;\n  /** Defaults to en */\n  language?: \"en\" | \"no\";\n}): Promise<string>\n"), "{out}");
 }
 
 #[test]
@@ -120,7 +131,10 @@ fn rules_come_from_the_configuration_and_from_plugin_manifests() {
     let config = example_config("t2");
     let (code, out, _) = codemode(&["rules", "--config", config.to_str().unwrap()], "");
     assert_eq!(code, 0, "{out}");
-    let hello = std::fs::read_to_string(std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../plugins/hello-tools/rules.md")).unwrap();
+    let hello = std::fs::read_to_string(
+        std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../plugins/hello-tools/rules.md"),
+    )
+    .unwrap();
     assert!(out.contains(&format!("## hello\n\n{}", hello.trim())), "{out}");
 }
 
@@ -130,7 +144,10 @@ fn the_example_program_uses_four_plugins() {
     let program = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../scripts/examples/notes-report.js");
     let (code, out, err) = codemode(&["run", "--config", config.to_str().unwrap(), program.to_str().unwrap()], "");
     assert_eq!((code, out.as_str()), (0, "{\"greeting\":\"Hei, team!\",\"notes\":[\"ship-the-sandbox\",\"read-the-mcp-spec\"],\"words\":12,\"top\":\"the\",\"oslo\":\"windy\"}\n\nConsole output:\n2 work notes\n"), "{err}");
-    let (code, out, _) = codemode(&["run", "--config", config.to_str().unwrap(), "-"], "return await tools.sqlite_notes.query({ sql: 'DELETE FROM notes' }).catch((e) => e.message)");
+    let (code, out, _) = codemode(
+        &["run", "--config", config.to_str().unwrap(), "-"],
+        "return await tools.sqlite_notes.query({ sql: 'DELETE FROM notes' }).catch((e) => e.message)",
+    );
     assert_eq!((code, out.as_str()), (0, "query runs SELECT statements only; use add-note to write\n"));
 }
 
@@ -142,10 +159,22 @@ fn a_bad_configuration_is_named() {
     assert_eq!(code, 2);
     assert!(err.contains("plugin \"x\": a process plugin needs `command`"), "{err}");
     // A missing rules file is the same error for every command, and names the file.
-    std::fs::write(&path, "[[plugin]]\nname = \"x\"\nkind = \"process\"\ncommand = \"true\"\nrules = [\"nowhere.md\"]\n").unwrap();
-    for command in [&["run", "--config", path.to_str().unwrap(), "-"][..], &["tools", "--config", path.to_str().unwrap()], &["rules", "--config", path.to_str().unwrap()], &["mcp", "--config", path.to_str().unwrap()]] {
+    std::fs::write(
+        &path,
+        "[[plugin]]\nname = \"x\"\nkind = \"process\"\ncommand = \"true\"\nrules = [\"nowhere.md\"]\n",
+    )
+    .unwrap();
+    for command in [
+        &["run", "--config", path.to_str().unwrap(), "-"][..],
+        &["tools", "--config", path.to_str().unwrap()],
+        &["rules", "--config", path.to_str().unwrap()],
+        &["mcp", "--config", path.to_str().unwrap()],
+    ] {
         let (code, _, err) = codemode(command, "1");
         assert_eq!(code, 2, "{command:?}: {err}");
-        assert!(err.contains("plugin \"x\": the rules file ") && err.contains("nowhere.md cannot be read"), "{command:?}: {err}");
+        assert!(
+            err.contains("plugin \"x\": the rules file ") && err.contains("nowhere.md cannot be read"),
+            "{command:?}: {err}"
+        );
     }
 }

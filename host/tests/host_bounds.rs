@@ -36,7 +36,11 @@ impl Drop for Served {
 
 fn status_kib(pid: u32, field: &str) -> u64 {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
-    status.lines().find_map(|l| l.strip_prefix(field)).and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok()).unwrap()
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix(field))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .unwrap()
 }
 
 /// A slow HTTP server on loopback answering every request with `body_mib` MiB, slowly.
@@ -185,7 +189,8 @@ async fn the_hosts_memory_stays_bounded_and_authorized_clients_are_served_under_
     let idle: Vec<std::net::TcpStream> = (0..600).filter_map(|_| std::net::TcpStream::connect(&addr).ok()).collect();
     assert!(idle.len() >= 550, "opened only {} idle connections", idle.len());
     let started = Instant::now();
-    let served_anyway = tokio::time::timeout(Duration::from_secs(20), execute(&served.url, "return 'still served'")).await;
+    let served_anyway =
+        tokio::time::timeout(Duration::from_secs(20), execute(&served.url, "return 'still served'")).await;
     assert_eq!(served_anyway.expect("an authorized client is served while idle connections are open"), "still served");
     let waited = started.elapsed();
     drop(idle);
@@ -196,7 +201,13 @@ async fn the_hosts_memory_stays_bounded_and_authorized_clients_are_served_under_
     let mut opened = 0;
     let mut refused = 0;
     for _ in 0..1000 {
-        let r = http.post(&served.url).header("accept", "application/json, text/event-stream").json(&init).send().await.unwrap();
+        let r = http
+            .post(&served.url)
+            .header("accept", "application/json, text/event-stream")
+            .json(&init)
+            .send()
+            .await
+            .unwrap();
         match r.status().as_u16() {
             200 => opened += 1,
             503 => refused += 1,

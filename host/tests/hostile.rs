@@ -64,7 +64,10 @@ fn program(value: &str, action: &str, phase: &str) -> String {
     let act = action.replace("{v}", value);
     match phase {
         // Code that closes the wrapper runs while the program is compiled.
-        "compile" => format!("}}); (() => {{ {} }})(); (async function () {{", act.replace("return ", "void ").replace("await ", "")),
+        "compile" => format!(
+            "}}); (() => {{ {} }})(); (async function () {{",
+            act.replace("return ", "void ").replace("await ", "")
+        ),
         "sync" => act,
         "after await" => format!("await tools.math.add({{ a: 1, b: 2 }});\n{act}"),
         // Runs in a microtask after the program's own body returned.
@@ -140,7 +143,10 @@ async fn every_generated_hostile_program_ends_in_a_named_outcome() {
         cases.swap(i, j);
     }
 
-    let limits = Limits::default().with_cpu_step(Duration::from_millis(300)).with_memory_bytes(64 << 20).with_wall_clock(Duration::from_secs(20));
+    let limits = Limits::default()
+        .with_cpu_step(Duration::from_millis(300))
+        .with_memory_bytes(64 << 20)
+        .with_wall_clock(Duration::from_secs(20));
     let executor: Arc<Executor> = Arc::new(executor_with(LaunchMode::Template, limits, test_catalog()).await);
     let total = cases.len();
     let results: Vec<(Case, OutcomeKind)> = futures::stream::iter(cases)
@@ -161,21 +167,38 @@ async fn every_generated_hostile_program_ends_in_a_named_outcome() {
         *counts.entry(kind.name()).or_default() += 1;
         let named = matches!(
             kind,
-            OutcomeKind::Ok { .. } | OutcomeKind::Error { .. } | OutcomeKind::MemoryLimit { .. } | OutcomeKind::CpuLimit { .. } | OutcomeKind::ResultTooLarge { .. } | OutcomeKind::Stuck
+            OutcomeKind::Ok { .. }
+                | OutcomeKind::Error { .. }
+                | OutcomeKind::MemoryLimit { .. }
+                | OutcomeKind::CpuLimit { .. }
+                | OutcomeKind::ResultTooLarge { .. }
+                | OutcomeKind::Stuck
         );
         // What each action must end as, whatever the value (a limit is always a
         // possible end: a loaded machine can push a heavy case past 300 ms of CPU).
         let limit = matches!(kind, OutcomeKind::MemoryLimit { .. } | OutcomeKind::CpuLimit { .. });
         let expected = match (c.action, c.phase) {
-            ("throw" | "await a rejection" | "cause of a throw", "sync" | "after await") => limit || matches!(kind, OutcomeKind::Error { unhandled_rejection: false, .. }),
-            ("reject unhandled", "sync" | "after await") => limit || matches!(kind, OutcomeKind::Error { unhandled_rejection: true, .. }),
+            ("throw" | "await a rejection" | "cause of a throw", "sync" | "after await") => {
+                limit || matches!(kind, OutcomeKind::Error { unhandled_rejection: false, .. })
+            }
+            ("reject unhandled", "sync" | "after await") => {
+                limit || matches!(kind, OutcomeKind::Error { unhandled_rejection: true, .. })
+            }
             _ => true,
         };
         if !named || !expected {
-            failures.push(format!("[{} / {} / {}] ended as {kind:?}\n--- program ---\n{}\n", c.value, c.action, c.phase, c.code));
+            failures.push(format!(
+                "[{} / {} / {}] ended as {kind:?}\n--- program ---\n{}\n",
+                c.value, c.action, c.phase, c.code
+            ));
         }
     }
     println!("{total} hostile programs: {counts:?}");
     assert_healthy(&executor).await;
-    assert!(failures.is_empty(), "seed {seed}: {} of {total} programs did not end in the expected named outcome:\n{}", failures.len(), failures.iter().take(10).cloned().collect::<Vec<_>>().join("\n"));
+    assert!(
+        failures.is_empty(),
+        "seed {seed}: {} of {total} programs did not end in the expected named outcome:\n{}",
+        failures.len(),
+        failures.iter().take(10).cloned().collect::<Vec<_>>().join("\n")
+    );
 }

@@ -35,14 +35,29 @@ fn plugin_folder(label: &str, manifest: &str, files: &[(&str, &str)]) -> PathBuf
 
 /// The test plugin, allowed to reach `hosts`.
 fn test_plugin(hosts: &[String]) -> PathBuf {
-    let main = std::fs::read_to_string(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../tests/plugins/js-test/main.js")).unwrap();
-    let net = if hosts.is_empty() { String::new() } else { format!(r#", "net": {{ "hosts": {}, "reason": "tests" }}"#, json!(hosts)) };
-    let manifest = format!(r#"{{ "name": "js-test", "version": "1.0.0", "main": "main.js", "permissions": {{ {TOOLS_PROVIDE}{net} }} }}"#);
+    let main =
+        std::fs::read_to_string(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../tests/plugins/js-test/main.js"))
+            .unwrap();
+    let net = if hosts.is_empty() {
+        String::new()
+    } else {
+        format!(r#", "net": {{ "hosts": {}, "reason": "tests" }}"#, json!(hosts))
+    };
+    let manifest = format!(
+        r#"{{ "name": "js-test", "version": "1.0.0", "main": "main.js", "permissions": {{ {TOOLS_PROVIDE}{net} }} }}"#
+    );
     plugin_folder("test", &manifest, &[("main.js", &main)])
 }
 
 fn javascript(name: &str, dir: &Path, timeout: Duration, memory_mib: u64, cpu_step_ms: u64) -> Arc<ProcessPlugin> {
-    let plugin = JavascriptPlugin { name: name.into(), dir: dir.into(), manifest: Manifest::load(dir).unwrap(), memory_mib, cpu_step_ms, call_timeout: timeout };
+    let plugin = JavascriptPlugin {
+        name: name.into(),
+        dir: dir.into(),
+        manifest: Manifest::load(dir).unwrap(),
+        memory_mib,
+        cpu_step_ms,
+        call_timeout: timeout,
+    };
     ProcessPlugin::new(plugin.process_config(&default_worker_path(), SandboxPolicy::Required))
 }
 
@@ -56,7 +71,9 @@ async fn start(plugins: Vec<Arc<ProcessPlugin>>) -> Setup {
     let host = Arc::new(PluginHost::new(Catalog::new(), plugins));
     let (catalog, problems) = host.catalog().await;
     let limits = Limits::default().with_cpu_step(Duration::from_secs(5)).with_wall_clock(Duration::from_secs(30));
-    let executor = Arc::new(Executor::builder().launch_mode(LaunchMode::Template).limits(limits).catalog(catalog).build().await.unwrap());
+    let executor = Arc::new(
+        Executor::builder().launch_mode(LaunchMode::Template).limits(limits).catalog(catalog).build().await.unwrap(),
+    );
     host.keep_current(Arc::clone(&executor));
     Setup { executor, host, problems }
 }
@@ -81,13 +98,21 @@ async fn rejection(ex: &Executor, call: &str) -> String {
 #[tokio::test]
 async fn both_registration_forms_and_every_kind_of_result() {
     let s = setup().await;
-    let names: Vec<String> = s.executor.catalog().plugins().flat_map(|(_, tools)| tools.map(|t| t.definition.name.clone()).collect::<Vec<_>>()).collect();
+    let names: Vec<String> = s
+        .executor
+        .catalog()
+        .plugins()
+        .flat_map(|(_, tools)| tools.map(|t| t.definition.name.clone()).collect::<Vec<_>>())
+        .collect();
     assert!(names.contains(&"echo".to_string()) && names.contains(&"simple_add".to_string()), "{names:?}");
     let ex = &s.executor;
     assert_eq!(value(ex, r#"return await tools.js.text({ text: "plain" })"#).await, json!("plain"));
     assert_eq!(value(ex, "return await tools.js.simple_add({ a: 2, b: 40 })").await, json!("42"));
     assert_eq!(value(ex, "return await tools.js.nothing()").await, json!("null"));
-    assert_eq!(value(ex, "return await tools.js.image()").await, json!([{ "type": "text", "text": "a pixel" }, { "type": "image", "data": "iVBORw0KGgo=", "mimeType": "image/png" }]));
+    assert_eq!(
+        value(ex, "return await tools.js.image()").await,
+        json!([{ "type": "text", "text": "a pixel" }, { "type": "image", "data": "iVBORw0KGgo=", "mimeType": "image/png" }])
+    );
     assert_eq!(rejection(ex, "tools.js.mcp_error()").await, "the plugin says no");
     assert_eq!(rejection(ex, "tools.js.throws()").await, "broken on purpose");
     assert_eq!(rejection(ex, "tools.js.rejects()").await, "RangeError: out of range");
@@ -95,6 +120,86 @@ async fn both_registration_forms_and_every_kind_of_result() {
     assert_eq!(value(ex, "return await tools.js.stats({ good: true })").await, json!({ "total": 3, "names": ["a"] }));
     let e = rejection(ex, "tools.js.stats({ good: false })").await;
     assert_eq!(e, "js.stats returned a result that does not match its outputSchema: output.total: \"three\" is not of type \"integer\"");
+}
+
+#[tokio::test]
+async fn every_mcp_content_kind_reaches_the_program_intact() {
+    let s = setup().await;
+    let ex = &s.executor;
+    // Not only text: the program gets the content list, every field as the tool wrote it.
+    assert_eq!(
+        value(ex, "return await tools.js.every_content()").await,
+        json!([
+            { "type": "text", "text": "hello", "annotations": { "audience": ["user"], "priority": 0.5 }, "_meta": { "example.com/id": 7 } },
+            { "type": "audio", "data": "UklGRg==", "mimeType": "audio/wav" },
+            { "type": "resource_link", "uri": "file:///notes/a.md", "name": "a.md", "mimeType": "text/markdown", "size": 12 },
+            { "type": "resource", "resource": { "uri": "file:///notes/b.md", "mimeType": "text/markdown", "text": "# B" } },
+            { "type": "resource", "resource": { "uri": "file:///c.bin", "blob": "AAE=" } },
+        ])
+    );
+    // A result that is not an MCP CallToolResult fails the call and says why.
+    let e = rejection(ex, "tools.js.bad_content()").await;
+    assert!(
+        e.starts_with(
+            "tool bad_content returned a result that is not an MCP tool result (a \"image\" content item needs "
+        ),
+        "{e}"
+    );
+}
+
+#[tokio::test]
+async fn a_tool_can_ask_for_approval_and_hears_the_hosts_answer() {
+    let s = setup().await;
+    // This host has no one to ask yet: the request reaches it (host/approve) and is refused with the reason.
+    assert_eq!(
+        value(&s.executor, "return JSON.parse(await tools.js.approve())").await,
+        json!({ "approved": false, "reason": "this host asks no one to approve what plugins do yet" })
+    );
+}
+
+#[tokio::test]
+async fn the_runtime_survives_a_plugin_that_replaces_builtins() {
+    let manifest =
+        format!(r#"{{ "name": "h", "version": "1", "main": "main.js", "permissions": {{ {TOOLS_PROVIDE} }} }}"#);
+    let main = r#"
+        export function activate(api) {
+          const t = (name, run) => api.tools.register({ name, description: name, run });
+          t("hijack", ({ what }) => {
+            if (what === "push") Array.prototype.push = () => { throw 1 };
+            if (what === "object") globalThis.Object = null;
+            if (what === "lower") String.prototype.toLowerCase = null;
+            console.log("after", what, { list: [1, 2] }, new Error("logged"));
+            return `replaced ${what}`;
+          });
+          t("after", () => { console.error("still logging", [1], { a: 1 }); return { ok: true, list: [1, 2] }; });
+          t("fails", () => { throw new TypeError("still described"); });
+          t("fetch", () => api.net.fetch("https://example.com/"));
+          t("controller", () => { const c = new AbortController(); c.abort("stop"); return [c.signal.aborted, c.signal.reason]; });
+        }
+    "#;
+    for what in ["push", "object", "lower"] {
+        let dir = plugin_folder("hijack", &manifest, &[("main.js", main)]);
+        let s = start(vec![javascript("h", &dir, Duration::from_secs(10), 64, 500)]).await;
+        assert!(s.problems.is_empty(), "{:?}", s.problems);
+        let ex = &s.executor;
+        assert_eq!(
+            value(ex, &format!(r#"return await tools.h.hijack({{ what: "{what}" }})"#)).await,
+            json!(format!("replaced {what}")),
+            "{what}"
+        );
+        assert_eq!(
+            value(ex, "return JSON.parse(await tools.h.after())").await,
+            json!({ "ok": true, "list": [1, 2] }),
+            "{what}"
+        );
+        assert_eq!(rejection(ex, "tools.h.fails()").await, "TypeError: still described", "{what}");
+        assert_eq!(
+            rejection(ex, "tools.h.fetch()").await,
+            "api.net.fetch: plugin h has no network permission; add \"net\": { \"hosts\": [\"api.example.com\"], \"reason\": \"…\" } to the permissions in its manifest.json",
+            "{what}"
+        );
+        assert_eq!(value(ex, "return JSON.parse(await tools.h.controller())").await, json!([true, "stop"]), "{what}");
+    }
 }
 
 #[tokio::test]
@@ -110,8 +215,15 @@ async fn invalid_input_is_a_failed_result_and_the_tool_never_runs() {
 #[tokio::test]
 async fn each_call_carries_its_context() {
     let s = setup().await;
-    let caller = codemode::Caller { workspace: Some("/srv/w".into()), workspace_id: Some("ws-2".into()), agent_id: Some("codex".into()), chat_id: Some("c-1".into()), call_id: None };
-    let outcome = s.executor.run_as("return JSON.parse(await tools.js.echo({ x: 1 }))", Limits::default(), tokio_util::sync::CancellationToken::new(), caller).await;
+    let caller = codemode::Caller {
+        workspace: Some("/srv/w".into()),
+        workspace_id: Some("ws-2".into()),
+        agent_id: Some("codex".into()),
+        chat_id: Some("c-1".into()),
+        call_id: None,
+    };
+    let outcome =
+        s.executor.run(codemode::Program::new("return JSON.parse(await tools.js.echo({ x: 1 }))").caller(caller)).await;
     assert_eq!(
         ok_value(&outcome),
         json!({ "input": { "x": 1 }, "context": { "workspace": "/srv/w", "workspaceId": "ws-2", "agentId": "codex", "chatId": "c-1", "callId": "1", "aborted": false } })
@@ -122,14 +234,25 @@ async fn each_call_carries_its_context() {
 async fn a_given_up_call_fires_its_signal() {
     // The call times out at the host: tool/cancel reaches the runtime and aborts ctx.signal.
     let s = start(vec![javascript("js", &test_plugin(&[]), Duration::from_millis(300), 64, 500)]).await;
-    assert_eq!(rejection(&s.executor, "tools.js.wait_for_abort()").await, "tool js.wait_for_abort timed out after 0.3 s");
+    assert_eq!(
+        rejection(&s.executor, "tools.js.wait_for_abort()").await,
+        "tool js.wait_for_abort timed out after 0.3 s"
+    );
     // The program ends (wall clock) with a call in flight: that call is given up too.
-    let outcome = s.executor.run_with_limits("await tools.js.wait_for_abort()", Limits::default().with_wall_clock(Duration::from_millis(200))).await;
+    let outcome = s
+        .executor
+        .run(
+            codemode::Program::new("await tools.js.wait_for_abort()")
+                .limits(Limits::default().with_wall_clock(Duration::from_millis(200))),
+        )
+        .await;
     assert_eq!(outcome.kind, OutcomeKind::WallClockLimit { limit_ms: 200 });
-    let reason = "AbortError: the call was given up: the program ended, hit a limit, was cancelled, or the call timed out";
+    let reason =
+        "AbortError: the call was given up: the program ended, hit a limit, was cancelled, or the call timed out";
     let mut aborted = json!([]);
     for _ in 0..50 {
-        aborted = serde_json::from_str(value(&s.executor, "return await tools.js.aborted()").await.as_str().unwrap()).unwrap();
+        aborted = serde_json::from_str(value(&s.executor, "return await tools.js.aborted()").await.as_str().unwrap())
+            .unwrap();
         if aborted.as_array().unwrap().len() == 2 {
             break;
         }
@@ -170,7 +293,9 @@ async fn same_tool_names_in_two_plugins_are_prefixed_where_names_are_shared() {
     let catalog = s.executor.catalog();
     assert_eq!(catalog.exposed_name("alpha", "echo"), "alpha_echo");
     assert_eq!(catalog.exposed_name("beta", "echo"), "beta_echo");
-    let v = value(&s.executor, r#"return [await tools.alpha.text({ text: "a" }), await tools.beta.text({ text: "b" })]"#).await;
+    let v =
+        value(&s.executor, r#"return [await tools.alpha.text({ text: "a" }), await tools.beta.text({ text: "b" })]"#)
+            .await;
     assert_eq!(v, json!(["a", "b"]));
 }
 
@@ -189,7 +314,10 @@ async fn the_cpu_limit_stops_the_runtime_and_it_comes_back() {
 async fn the_memory_limit_stops_the_runtime_and_it_comes_back() {
     let s = start(vec![javascript("js", &test_plugin(&[]), Duration::from_secs(20), 32, 5000)]).await;
     let e = rejection(&s.executor, "tools.js.hog()").await;
-    assert!(e.starts_with("tool js.hog failed: the plugin used more than its memory limit of 32 MiB and was stopped"), "{e}");
+    assert!(
+        e.starts_with("tool js.hog failed: the plugin used more than its memory limit of 32 MiB and was stopped"),
+        "{e}"
+    );
     assert_eq!(value(&s.executor, r#"return await tools.js.text({ text: "back" })"#).await, json!("back"));
 }
 
@@ -198,7 +326,10 @@ async fn floods_fail_the_call_not_the_host() {
     // A generous CPU step: building and writing 40 MB of JSON must not trip it on a busy machine.
     let s = start(vec![javascript("js", &test_plugin(&[]), Duration::from_secs(20), 128, 10_000)]).await;
     // An answer longer than a protocol line: the call fails, the runtime restarts.
-    assert_eq!(rejection(&s.executor, "tools.js.huge({ mib: 20 })").await, "plugin js failed: it wrote a line longer than 16777216 bytes");
+    assert_eq!(
+        rejection(&s.executor, "tools.js.huge({ mib: 20 })").await,
+        "plugin js failed: it wrote a line longer than 16777216 bytes"
+    );
     // 16 MB of console output: the host keeps draining it, the call completes.
     assert_eq!(value(&s.executor, "return await tools.js.shout({ lines: 10000 })").await, json!("done"));
     assert_eq!(value(&s.executor, r#"return await tools.js.text({ text: "still here" })"#).await, json!("still here"));
@@ -225,10 +356,21 @@ async fn a_hundred_concurrent_calls() {
 #[tokio::test]
 async fn the_runtime_has_the_language_and_the_api_nothing_else() {
     let s = setup().await;
-    let v: Value = serde_json::from_str(value(&s.executor, "return await tools.js.globals()").await.as_str().unwrap()).unwrap();
+    let v: Value =
+        serde_json::from_str(value(&s.executor, "return await tools.js.globals()").await.as_str().unwrap()).unwrap();
     assert_eq!(
         v,
-        json!(["Deno:undefined", "fetch:undefined", "setTimeout:undefined", "require:undefined", "process:undefined", "WebAssembly:undefined", "tools:object", "AbortController:function", "console:object"])
+        json!([
+            "Deno:undefined",
+            "fetch:undefined",
+            "setTimeout:undefined",
+            "require:undefined",
+            "process:undefined",
+            "WebAssembly:undefined",
+            "tools:object",
+            "AbortController:function",
+            "console:object"
+        ])
     );
     // Every process of the runtime is under seccomp with no_new_privs, like a program's worker.
     let dir_marker = "plugin";
@@ -236,11 +378,16 @@ async fn the_runtime_has_the_language_and_the_api_nothing_else() {
     for entry in std::fs::read_dir("/proc").unwrap().flatten() {
         let cmdline = std::fs::read(entry.path().join("cmdline")).unwrap_or_default();
         let cmdline = String::from_utf8_lossy(&cmdline).replace('\0', " ");
-        if !(cmdline.contains("sandbox-worker") && cmdline.contains(&format!(" {dir_marker} --dir ")) && cmdline.contains("codemode-js-test-")) {
+        if !(cmdline.contains("sandbox-worker")
+            && cmdline.contains(&format!(" {dir_marker} --dir "))
+            && cmdline.contains("codemode-js-test-"))
+        {
             continue;
         }
         let Ok(status) = std::fs::read_to_string(entry.path().join("status")) else { continue };
-        if !status.contains(&format!("PPid:\t{}", std::process::id())) && !status.lines().any(|l| l.starts_with("NSpid:") && l.split_whitespace().count() > 2) {
+        if !status.contains(&format!("PPid:\t{}", std::process::id()))
+            && !status.lines().any(|l| l.starts_with("NSpid:") && l.split_whitespace().count() > 2)
+        {
             continue;
         }
         assert!(status.contains("NoNewPrivs:\t1"), "{status}");
@@ -255,7 +402,10 @@ async fn a_plugin_without_tools_provide_cannot_register() {
     let dir = plugin_folder(
         "noperm",
         r#"{ "name": "np", "version": "1", "main": "main.js" }"#,
-        &[("main.js", r#"export function activate(api) { api.tools.register({ name: "x", description: "x", run: () => 1 }); }"#)],
+        &[(
+            "main.js",
+            r#"export function activate(api) { api.tools.register({ name: "x", description: "x", run: () => 1 }); }"#,
+        )],
     );
     let s = start(vec![javascript("np", &dir, Duration::from_secs(10), 64, 500)]).await;
     assert_eq!(s.problems.len(), 1);
@@ -270,11 +420,21 @@ async fn a_plugin_without_tools_provide_cannot_register() {
 
 #[tokio::test]
 async fn simple_form_mistakes_are_refused_at_load() {
-    let manifest = format!(r#"{{ "name": "s", "version": "1", "main": "main.js", "permissions": {{ {TOOLS_PROVIDE} }} }}"#);
+    let manifest =
+        format!(r#"{{ "name": "s", "version": "1", "main": "main.js", "permissions": {{ {TOOLS_PROVIDE} }} }}"#);
     let cases = [
-        ("globalThis.tools.bare = async () => 1;", "globalThis.tools.bare: a bare function is not a tool; assign { description, parameters, handler }"),
-        ("globalThis.tools.quiet = { handler: () => 1 };", "globalThis.tools.quiet: `description` is required: say what the tool does and when to use it"),
-        ("globalThis.tools.Bad = { description: \"d\", handler: () => 1 };", "globalThis.tools.Bad: the name must match ^[a-z][a-z0-9_]{0,63}$"),
+        (
+            "globalThis.tools.bare = async () => 1;",
+            "globalThis.tools.bare: a bare function is not a tool; assign { description, parameters, handler }",
+        ),
+        (
+            "globalThis.tools.quiet = { handler: () => 1 };",
+            "globalThis.tools.quiet: `description` is required: say what the tool does and when to use it",
+        ),
+        (
+            "globalThis.tools.Bad = { description: \"d\", handler: () => 1 };",
+            "globalThis.tools.Bad: the name must match ^[a-z][a-z0-9_]{0,63}$",
+        ),
     ];
     for (code, expected) in cases {
         let dir = plugin_folder("simple", &manifest, &[("main.js", code)]);
@@ -287,29 +447,49 @@ async fn simple_form_mistakes_are_refused_at_load() {
 #[tokio::test]
 async fn a_mistyped_approval_entry_is_reported() {
     let approvals = std::collections::HashMap::from([("js".to_string(), vec!["text".to_string(), "txet".to_string()])]);
-    let host = Arc::new(PluginHost::new(Catalog::new(), vec![javascript("js", &test_plugin(&[]), Duration::from_secs(10), 64, 500)]).with_approvals(approvals));
+    let host = Arc::new(
+        PluginHost::new(Catalog::new(), vec![javascript("js", &test_plugin(&[]), Duration::from_secs(10), 64, 500)])
+            .with_approvals(approvals),
+    );
     let (catalog, problems) = host.catalog().await;
     assert!(catalog.get("js", "text").unwrap().definition.requires_approval);
     assert!(!catalog.get("js", "echo").unwrap().definition.requires_approval);
     assert_eq!(problems.len(), 1, "{problems:?}");
-    assert!(problems[0].reason.starts_with("require_approval names txet, which this plugin does not have (its tools: "), "{problems:?}");
+    assert!(
+        problems[0].reason.starts_with("require_approval names txet, which this plugin does not have (its tools: "),
+        "{problems:?}"
+    );
 }
 
 #[tokio::test]
 async fn a_broken_module_is_reported_with_its_error() {
-    let manifest = format!(r#"{{ "name": "b", "version": "1", "main": "main.js", "permissions": {{ {TOOLS_PROVIDE} }} }}"#);
-    let dir = plugin_folder("broken", &manifest, &[("main.js", "import { x } from \"./missing.js\";\nexport function activate() {}")]);
+    let manifest =
+        format!(r#"{{ "name": "b", "version": "1", "main": "main.js", "permissions": {{ {TOOLS_PROVIDE} }} }}"#);
+    let dir = plugin_folder(
+        "broken",
+        &manifest,
+        &[("main.js", "import { x } from \"./missing.js\";\nexport function activate() {}")],
+    );
     let s = start(vec![javascript("b", &dir, Duration::from_secs(10), 64, 500)]).await;
     assert_eq!(s.problems.len(), 1);
-    assert!(s.problems[0].reason.contains("module file:///plugin/missing.js is not a .js or .mjs file of this plugin"), "{:?}", s.problems);
-    let dir = plugin_folder("throws", &manifest, &[("main.js", "export function activate() { throw new Error(\"no config\"); }")]);
+    assert!(
+        s.problems[0].reason.contains("module file:///plugin/missing.js is not a .js or .mjs file of this plugin"),
+        "{:?}",
+        s.problems
+    );
+    let dir = plugin_folder(
+        "throws",
+        &manifest,
+        &[("main.js", "export function activate() { throw new Error(\"no config\"); }")],
+    );
     let s = start(vec![javascript("t", &dir, Duration::from_secs(10), 64, 500)]).await;
     assert!(s.problems[0].reason.ends_with("plugin t cannot load: no config"), "{:?}", s.problems);
     drop(s.host);
 }
 
 /// A tiny HTTP server: `/hello` answers text, `/echo` echoes the request body and its
-/// x-test header, `/away` redirects to `away_to`.
+/// x-test header, `/away` redirects to `away_to`, `/binary` answers bytes that are not
+/// UTF-8.
 async fn http_server(away_to: String) -> u16 {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let port = listener.local_addr().unwrap().port();
@@ -331,7 +511,12 @@ async fn http_server(away_to: String) -> u16 {
                     }
                 };
                 let head = String::from_utf8_lossy(&request[..head_end]).to_string();
-                let length: usize = head.lines().find_map(|l| l.to_ascii_lowercase().strip_prefix("content-length:").map(|v| v.trim().parse().unwrap_or(0))).unwrap_or(0);
+                let length: usize = head
+                    .lines()
+                    .find_map(|l| {
+                        l.to_ascii_lowercase().strip_prefix("content-length:").map(|v| v.trim().parse().unwrap_or(0))
+                    })
+                    .unwrap_or(0);
                 while request.len() < head_end + length {
                     let n = socket.read(&mut buf).await.unwrap_or(0);
                     if n == 0 {
@@ -342,14 +527,15 @@ async fn http_server(away_to: String) -> u16 {
                 let body = String::from_utf8_lossy(&request[head_end..]).to_string();
                 let path = head.split_whitespace().nth(1).unwrap_or("/").to_string();
                 let x_test = head.lines().any(|l| l.eq_ignore_ascii_case("x-test: 1"));
-                let (status, extra, text) = match path.as_str() {
-                    "/hello" => ("200 OK", String::new(), "hi there".to_string()),
-                    "/echo" => ("200 OK", String::new(), format!("{} x-test={x_test}", body)),
-                    "/away" => ("302 Found", format!("Location: {away_to}\r\n"), String::new()),
-                    _ => ("404 Not Found", String::new(), "no".to_string()),
+                let (status, extra, body): (_, _, Vec<u8>) = match path.as_str() {
+                    "/hello" => ("200 OK", String::new(), "hi there".into()),
+                    "/echo" => ("200 OK", String::new(), format!("{} x-test={x_test}", body).into()),
+                    "/away" => ("302 Found", format!("Location: {away_to}\r\n"), Vec::new()),
+                    "/binary" => ("200 OK", String::new(), vec![0, 255, 1, 0xc3]),
+                    _ => ("404 Not Found", String::new(), "no".into()),
                 };
-                let response = format!("HTTP/1.1 {status}\r\nContent-Type: text/plain\r\nContent-Length: {}\r\n{extra}Connection: close\r\n\r\n{text}", text.len());
-                let _ = socket.write_all(response.as_bytes()).await;
+                let head = format!("HTTP/1.1 {status}\r\nContent-Type: text/plain\r\nContent-Length: {}\r\n{extra}Connection: close\r\n\r\n", body.len());
+                let _ = socket.write_all(&[head.as_bytes(), &body].concat()).await;
             });
         }
     });
@@ -367,10 +553,28 @@ async fn net_fetch_reaches_only_the_hosts_in_the_manifest() {
     .await;
     assert!(s.problems.is_empty(), "{:?}", s.problems);
     let ex = &s.executor;
-    let got = value(ex, &format!(r#"return JSON.parse(await tools.js.fetch({{ url: "http://127.0.0.1:{allowed}/hello" }}))"#)).await;
+    let got = value(
+        ex,
+        &format!(r#"return JSON.parse(await tools.js.fetch({{ url: "http://127.0.0.1:{allowed}/hello" }}))"#),
+    )
+    .await;
     assert_eq!(got, json!({ "status": 200, "ok": true, "type": "text/plain", "body": "hi there" }));
     let got = value(ex, &format!(r#"return JSON.parse(await tools.js.fetch({{ url: "http://127.0.0.1:{allowed}/echo", method: "POST", body: "ping" }}))"#)).await;
     assert_eq!(got["body"], json!("ping x-test=true"));
+    // Bodies as bytes: text encoded as UTF-8, and a body that is not text as it was sent
+    // (its text() decoded with replacement characters, as browsers do).
+    let got = value(
+        ex,
+        &format!(r#"return JSON.parse(await tools.js.fetch_bytes({{ url: "http://127.0.0.1:{allowed}/hello" }}))"#),
+    )
+    .await;
+    assert_eq!(got, json!({ "bytes": [104, 105, 32, 116, 104, 101, 114, 101], "text": "hi there" }));
+    let got = value(
+        ex,
+        &format!(r#"return JSON.parse(await tools.js.fetch_bytes({{ url: "http://127.0.0.1:{allowed}/binary" }}))"#),
+    )
+    .await;
+    assert_eq!(got, json!({ "bytes": [0, 255, 1, 0xc3], "text": "\u{0}\u{fffd}\u{1}\u{fffd}" }));
     // Another port on the same machine, another host name, a redirect out, a scheme.
     let e = rejection(ex, &format!(r#"tools.js.fetch({{ url: "http://127.0.0.1:{outside}/hello" }})"#)).await;
     assert_eq!(
@@ -380,7 +584,12 @@ async fn net_fetch_reaches_only_the_hosts_in_the_manifest() {
     let e = rejection(ex, &format!(r#"tools.js.fetch({{ url: "http://localhost:{allowed}/hello" }})"#)).await;
     assert!(e.starts_with(&format!("api.net.fetch: plugin js may not reach localhost:{allowed}")), "{e}");
     let e = rejection(ex, &format!(r#"tools.js.fetch({{ url: "http://127.0.0.1:{allowed}/away" }})"#)).await;
-    assert!(e.contains(&format!("a redirect to http://127.0.0.1:{outside}/hello, which is not in the plugin's permissions.net.hosts")), "{e}");
+    assert!(
+        e.contains(&format!(
+            "a redirect to http://127.0.0.1:{outside}/hello, which is not in the plugin's permissions.net.hosts"
+        )),
+        "{e}"
+    );
     // A plugin without the permission.
     let e = rejection(ex, &format!(r#"tools.offline.fetch({{ url: "http://127.0.0.1:{allowed}/hello" }})"#)).await;
     assert!(e.starts_with("api.net.fetch: plugin offline has no network permission"), "{e}");

@@ -48,7 +48,10 @@ async fn a_busy_loop_hits_the_cpu_limit() {
 async fn an_endless_microtask_chain_hits_the_cpu_limit() {
     let ex = ex().await;
     assert_eq!(ex.run("while (true) { await null; }").await.kind, OutcomeKind::CpuLimit { limit_ms: 500 });
-    assert_eq!(ex.run("async function spin() { for (;;) await Promise.resolve(); } await spin();").await.kind, OutcomeKind::CpuLimit { limit_ms: 500 });
+    assert_eq!(
+        ex.run("async function spin() { for (;;) await Promise.resolve(); } await spin();").await.kind,
+        OutcomeKind::CpuLimit { limit_ms: 500 }
+    );
     assert_healthy(&ex).await;
 }
 
@@ -97,19 +100,28 @@ async fn deep_recursion_is_a_range_error_not_a_crash() {
     let ex = ex().await;
     let (name, message) = error_of(&ex.run("function f(n) { return f(n + 1) + 1 } return f(0)").await);
     assert_eq!((name.as_str(), message.as_str()), ("RangeError", "Maximum call stack size exceeded"));
-    assert_eq!(ok_value(&ex.run("function f(n) { return n === 0 ? 0 : 1 + f(n - 1) } return f(2000)").await), json!(2000));
+    assert_eq!(
+        ok_value(&ex.run("function f(n) { return n === 0 ? 0 : 1 + f(n - 1) } return f(2000)").await),
+        json!(2000)
+    );
     assert_healthy(&ex).await;
 }
 
 #[tokio::test]
 async fn a_console_flood_is_cut_at_the_cap_with_a_marker() {
     let ex = ex().await;
-    let outcome = ex.run("const line = 'x'.repeat(99); for (let i = 0; i < 100000; i++) console.log(line); return 'flooded'").await;
+    let outcome = ex
+        .run("const line = 'x'.repeat(99); for (let i = 0; i < 100000; i++) console.log(line); return 'flooded'")
+        .await;
     assert_eq!(ok_value(&outcome), json!("flooded"));
     assert_eq!(outcome.console.len(), 64 * 1024);
     assert_eq!(outcome.console_dropped_bytes, 100_000 * 100 - 64 * 1024);
     let text = outcome.agent_text();
-    assert!(text.ends_with(&format!("\n[console output cut here: {} more bytes were dropped]", 100_000 * 100 - 64 * 1024)), "{}", &text[text.len() - 200..]);
+    assert!(
+        text.ends_with(&format!("\n[console output cut here: {} more bytes were dropped]", 100_000 * 100 - 64 * 1024)),
+        "{}",
+        &text[text.len() - 200..]
+    );
     assert_healthy(&ex).await;
 }
 
@@ -123,7 +135,9 @@ async fn a_huge_return_value_hits_the_result_limit() {
 
 #[tokio::test]
 async fn the_wall_clock_limit_kills_the_worker() {
-    let ex = executor_with(LaunchMode::Template, fast_limits().with_wall_clock(Duration::from_millis(400)), test_catalog()).await;
+    let ex =
+        executor_with(LaunchMode::Template, fast_limits().with_wall_clock(Duration::from_millis(400)), test_catalog())
+            .await;
     let started = std::time::Instant::now();
     let outcome = ex.run("await tools.slow.wait({ ms: 5000 }); return 'late'").await;
     assert_eq!(outcome.kind, OutcomeKind::WallClockLimit { limit_ms: 400 });
@@ -136,15 +150,23 @@ async fn the_wall_clock_limit_kills_the_worker() {
 async fn limits_are_per_call() {
     let ex = ex().await;
     let tight = fast_limits().with_cpu_step(Duration::from_millis(100));
-    assert_eq!(ex.run_with_limits("while (true) {}", tight).await.kind, OutcomeKind::CpuLimit { limit_ms: 100 });
+    assert_eq!(
+        ex.run(codemode::Program::new("while (true) {}").limits(tight)).await.kind,
+        OutcomeKind::CpuLimit { limit_ms: 100 }
+    );
     // A generous step: filling 128 MiB must hit the memory limit first, even on a busy machine.
     let bigger = fast_limits().with_memory_bytes(128 * MIB).with_cpu_step(Duration::from_secs(20));
-    assert_eq!(ex.run_with_limits("const a = []; while (true) a.push(new Array(1e5).fill(1));", bigger).await.kind, OutcomeKind::MemoryLimit { limit_bytes: 128 * MIB });
+    assert_eq!(
+        ex.run(codemode::Program::new("const a = []; while (true) a.push(new Array(1e5).fill(1));").limits(bigger))
+            .await
+            .kind,
+        OutcomeKind::MemoryLimit { limit_bytes: 128 * MIB }
+    );
     // 100 MiB of live data fits in 128 MiB but not in 64 MiB.
     let code = "const a = []; for (let i = 0; i < 40; i++) a.push(new Array(1e5).fill(i + 0.5)); return a.length";
-    assert_eq!(ok_value(&ex.run_with_limits(code, bigger).await), json!(40));
+    assert_eq!(ok_value(&ex.run(codemode::Program::new(code).limits(bigger)).await), json!(40));
     let bad = Limits::default().with_memory_bytes(1);
-    assert!(matches!(ex.run_with_limits("1", bad).await.kind, OutcomeKind::Internal { .. }));
+    assert!(matches!(ex.run(codemode::Program::new("1").limits(bad)).await.kind, OutcomeKind::Internal { .. }));
 }
 
 #[tokio::test]
@@ -160,15 +182,59 @@ async fn too_many_calls_in_flight_reject_the_extra_ones() {
 
 #[tokio::test]
 async fn cancelling_a_program_stops_it_and_its_tool_calls() {
-    let ex = std::sync::Arc::new(ex().await);
+    // A tool that says when it starts, and how it learns that its call was given up: its
+    // future is dropped (an in-process tool stops there) and its token fires (work it
+    // handed to another task stops there).
+    struct OnDrop(tokio::sync::mpsc::UnboundedSender<&'static str>);
+    impl Drop for OnDrop {
+        fn drop(&mut self) {
+            let _ = self.0.send("dropped");
+        }
+    }
+    let (started_tx, mut started) = tokio::sync::mpsc::unbounded_channel::<()>();
+    let (seen_tx, mut seen) = tokio::sync::mpsc::unbounded_channel::<&'static str>();
+    let mut catalog = test_catalog();
+    catalog
+        .add(
+            "watch",
+            codemode::Tool::from_fn(def("wait", None), move |_, ctx| {
+                let (started, seen) = (started_tx.clone(), seen_tx.clone());
+                async move {
+                    let token = ctx.cancel.clone();
+                    let watcher = seen.clone();
+                    tokio::spawn(async move {
+                        token.cancelled().await;
+                        let _ = watcher.send("token");
+                    });
+                    let _guard = OnDrop(seen);
+                    let _ = started.send(());
+                    std::future::pending::<codemode::ToolResult>().await
+                }
+            }),
+        )
+        .unwrap();
+    let ex = std::sync::Arc::new(executor_with(LaunchMode::Template, fast_limits(), catalog).await);
     let token = tokio_util::sync::CancellationToken::new();
     let run = {
         let (ex, token) = (ex.clone(), token.clone());
-        tokio::spawn(async move { ex.run_cancellable("await tools.slow.wait({ ms: 10000 })", fast_limits(), token).await })
+        tokio::spawn(async move {
+            ex.run(codemode::Program::new("await tools.watch.wait({})").limits(fast_limits()).cancel(token)).await
+        })
     };
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    tokio::time::timeout(Duration::from_secs(10), started.recv()).await.expect("the tool call starts").unwrap();
     token.cancel();
     let outcome = tokio::time::timeout(Duration::from_secs(3), run).await.expect("cancel is prompt").unwrap();
     assert_eq!(error_of(&outcome), ("Cancelled".into(), "the program was cancelled".into()));
+    let mut signals = Vec::new();
+    for _ in 0..2 {
+        signals.push(
+            tokio::time::timeout(Duration::from_secs(3), seen.recv())
+                .await
+                .expect("the tool saw its call given up")
+                .unwrap(),
+        );
+    }
+    signals.sort_unstable();
+    assert_eq!(signals, ["dropped", "token"]);
     assert_healthy(&ex).await;
 }

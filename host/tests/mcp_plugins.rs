@@ -26,13 +26,26 @@ async fn setup(name: &str, command: &str, args: Vec<String>, timeout: Duration) 
     let _ = std::fs::remove_file(&cancel_log);
     let server = McpPlugin::new(McpConfig {
         name: name.into(),
-        transport: McpTransport::Stdio { command: command.into(), args, env: vec![("CANCEL_LOG".into(), cancel_log.display().to_string())], cwd: None },
+        transport: McpTransport::Stdio {
+            command: command.into(),
+            args,
+            env: vec![("CANCEL_LOG".into(), cancel_log.display().to_string())],
+            cwd: None,
+        },
         call_timeout: timeout,
     });
     let host = Arc::new(PluginHost::new(Catalog::new(), vec![]).with_mcp(vec![server]));
     let (catalog, problems) = host.catalog().await;
     assert!(problems.is_empty(), "{problems:?}");
-    let executor = Arc::new(Executor::builder().launch_mode(LaunchMode::Template).limits(Limits::default()).catalog(catalog).build().await.unwrap());
+    let executor = Arc::new(
+        Executor::builder()
+            .launch_mode(LaunchMode::Template)
+            .limits(Limits::default())
+            .catalog(catalog)
+            .build()
+            .await
+            .unwrap(),
+    );
     host.keep_current(Arc::clone(&executor));
     Setup { executor, _host: host, cancel_log }
 }
@@ -45,11 +58,17 @@ async fn python_server(timeout: Duration) -> Setup {
 #[tokio::test]
 async fn an_mcp_servers_tools_answer_programs() {
     let s = python_server(Duration::from_secs(10)).await;
-    let v = ok_value(&s.executor.run("return await Promise.all([tools.test_mcp.add({ a: 2, b: 3 }), tools.test_mcp.stats({ text: 'hi' })])").await);
+    let v = ok_value(
+        &s.executor
+            .run("return await Promise.all([tools.test_mcp.add({ a: 2, b: 3 }), tools.test_mcp.stats({ text: 'hi' })])")
+            .await,
+    );
     assert_eq!(v, json!(["5", { "length": 2, "upper": "HI" }]));
     let v = ok_value(&s.executor.run("try { await tools.test_mcp.fail() } catch (e) { return e.message }").await);
     assert_eq!(v, json!("the server refused"));
-    let v = ok_value(&s.executor.run("try { await tools.test_mcp.add({ a: 'two', b: 3 }) } catch (e) { return e.message }").await);
+    let v = ok_value(
+        &s.executor.run("try { await tools.test_mcp.add({ a: 'two', b: 3 }) } catch (e) { return e.message }").await,
+    );
     assert_eq!(v, json!("invalid input for test-mcp.add: input.a: \"two\" is not of type \"number\""));
 }
 
@@ -71,7 +90,9 @@ async fn a_server_started_as_a_command_gets_only_path_and_its_own_env() {
 #[tokio::test]
 async fn a_call_that_times_out_is_cancelled_at_the_server() {
     let s = python_server(Duration::from_millis(300)).await;
-    let v = ok_value(&s.executor.run("try { await tools.test_mcp.sleep({ ms: 5000 }) } catch (e) { return e.message }").await);
+    let v = ok_value(
+        &s.executor.run("try { await tools.test_mcp.sleep({ ms: 5000 }) } catch (e) { return e.message }").await,
+    );
     assert_eq!(v, json!("tool test-mcp.sleep timed out after 0.3 s"));
     let mut log = String::new();
     for _ in 0..50 {
@@ -104,7 +125,12 @@ async fn a_changed_tool_list_reaches_later_programs() {
 async fn the_mcp_everything_server() {
     let bin = std::env::var("MCP_EVERYTHING_BIN").expect("MCP_EVERYTHING_BIN names the server-everything executable");
     let s = setup("everything", &bin, vec!["stdio".into()], Duration::from_secs(30)).await;
-    let names: Vec<String> = s.executor.catalog().plugins().flat_map(|(_, tools)| tools.map(|t| t.definition.name.clone()).collect::<Vec<_>>()).collect();
+    let names: Vec<String> = s
+        .executor
+        .catalog()
+        .plugins()
+        .flat_map(|(_, tools)| tools.map(|t| t.definition.name.clone()).collect::<Vec<_>>())
+        .collect();
     assert!(names.iter().any(|n| n == "echo"), "{names:?}");
     let v = ok_value(&s.executor.run("return await tools.everything.echo({ message: 'hello' })").await);
     assert_eq!(v, json!("Echo: hello"));
@@ -117,13 +143,22 @@ async fn the_mcp_everything_server() {
 async fn the_mcp_everything_server_over_http() {
     let bin = std::env::var("MCP_EVERYTHING_BIN").expect("MCP_EVERYTHING_BIN names the server-everything executable");
     let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
-    let mut server = tokio::process::Command::new(&bin).arg("streamableHttp").env("PORT", port.to_string()).kill_on_drop(true).spawn().unwrap();
+    let mut server = tokio::process::Command::new(&bin)
+        .arg("streamableHttp")
+        .env("PORT", port.to_string())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
     let deadline = std::time::Instant::now() + Duration::from_secs(30);
     while tokio::net::TcpStream::connect(("127.0.0.1", port)).await.is_err() {
         assert!(std::time::Instant::now() < deadline, "the everything server did not listen on {port}");
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
-    let plugin = McpPlugin::new(McpConfig { name: "everything".into(), transport: McpTransport::Http { url: format!("http://127.0.0.1:{port}/mcp") }, call_timeout: Duration::from_secs(30) });
+    let plugin = McpPlugin::new(McpConfig {
+        name: "everything".into(),
+        transport: McpTransport::Http { url: format!("http://127.0.0.1:{port}/mcp") },
+        call_timeout: Duration::from_secs(30),
+    });
     let host = Arc::new(PluginHost::new(Catalog::new(), vec![]).with_mcp(vec![plugin]));
     let (catalog, problems) = host.catalog().await;
     assert!(problems.is_empty(), "{problems:?}");

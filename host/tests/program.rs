@@ -19,7 +19,10 @@ async fn body_form_from_the_mission() {
     let value = ok_value(&outcome);
     assert_eq!(value["oslo"]["city"], "Oslo");
     assert_eq!(value["rome"]["city"], "Rome");
-    assert!(value["oslo"]["high_c"].is_number(), "forecast has an outputSchema, so the call resolves to structuredContent: {value}");
+    assert!(
+        value["oslo"]["high_c"].is_number(),
+        "forecast has an outputSchema, so the call resolves to structuredContent: {value}"
+    );
     assert_eq!(outcome.console, "both answered\n");
     assert_eq!(outcome.tool_calls, 2);
 }
@@ -35,7 +38,13 @@ async fn expression_form_is_called_with_tools() {
     assert_eq!(ex.run("const x = 1; x + 1;").await.kind, OutcomeKind::Ok { value: None });
     // In the body form a returned function is an error, not a call.
     let (name, message) = error_of(&ex.run("return () => 1").await);
-    assert_eq!((name.as_str(), message.as_str()), ("TypeError", "the program returned a function; return data (an object, array, string, number, boolean or null) instead"));
+    assert_eq!(
+        (name.as_str(), message.as_str()),
+        (
+            "TypeError",
+            "the program returned a function; return data (an object, array, string, number, boolean or null) instead"
+        )
+    );
 }
 
 #[tokio::test]
@@ -43,13 +52,74 @@ async fn global_scope_is_the_language_tools_and_console_only() {
     let ex = executor().await;
     let value = ok_value(&ex.run("return Reflect.ownKeys(globalThis).map(String).sort()").await);
     let mut expected = vec![
-        "AggregateError", "Array", "ArrayBuffer", "AsyncDisposableStack", "Atomics", "BigInt", "BigInt64Array", "BigUint64Array", "Boolean",
-        "DataView", "Date", "DisposableStack", "Error", "EvalError", "FinalizationRegistry", "Float16Array", "Float32Array", "Float64Array",
-        "Function", "Infinity", "Int16Array", "Int32Array", "Int8Array", "Intl", "Iterator", "JSON", "Map", "Math", "NaN", "Number", "Object",
-        "Promise", "Proxy", "RangeError", "ReferenceError", "Reflect", "RegExp", "Set", "SharedArrayBuffer", "String", "SuppressedError",
-        "Symbol", "SyntaxError", "Temporal", "TypeError", "URIError", "Uint16Array", "Uint32Array", "Uint8Array", "Uint8ClampedArray",
-        "WeakMap", "WeakRef", "WeakSet", "console", "decodeURI", "decodeURIComponent", "encodeURI", "encodeURIComponent", "escape", "eval",
-        "globalThis", "isFinite", "isNaN", "parseFloat", "parseInt", "tools", "undefined", "unescape",
+        "AggregateError",
+        "Array",
+        "ArrayBuffer",
+        "AsyncDisposableStack",
+        "Atomics",
+        "BigInt",
+        "BigInt64Array",
+        "BigUint64Array",
+        "Boolean",
+        "DataView",
+        "Date",
+        "DisposableStack",
+        "Error",
+        "EvalError",
+        "FinalizationRegistry",
+        "Float16Array",
+        "Float32Array",
+        "Float64Array",
+        "Function",
+        "Infinity",
+        "Int16Array",
+        "Int32Array",
+        "Int8Array",
+        "Intl",
+        "Iterator",
+        "JSON",
+        "Map",
+        "Math",
+        "NaN",
+        "Number",
+        "Object",
+        "Promise",
+        "Proxy",
+        "RangeError",
+        "ReferenceError",
+        "Reflect",
+        "RegExp",
+        "Set",
+        "SharedArrayBuffer",
+        "String",
+        "SuppressedError",
+        "Symbol",
+        "SyntaxError",
+        "Temporal",
+        "TypeError",
+        "URIError",
+        "Uint16Array",
+        "Uint32Array",
+        "Uint8Array",
+        "Uint8ClampedArray",
+        "WeakMap",
+        "WeakRef",
+        "WeakSet",
+        "console",
+        "decodeURI",
+        "decodeURIComponent",
+        "encodeURI",
+        "encodeURIComponent",
+        "escape",
+        "eval",
+        "globalThis",
+        "isFinite",
+        "isNaN",
+        "parseFloat",
+        "parseInt",
+        "tools",
+        "undefined",
+        "unescape",
     ];
     expected.sort();
     assert_eq!(value, json!(expected));
@@ -61,7 +131,23 @@ async fn global_scope_is_the_language_tools_and_console_only() {
         )
         .await,
     );
-    assert_eq!(probes, json!(["undefined", "undefined", "undefined", "undefined", "undefined", "undefined", "undefined", "undefined", "undefined", "undefined", "undefined", true]));
+    assert_eq!(
+        probes,
+        json!([
+            "undefined",
+            "undefined",
+            "undefined",
+            "undefined",
+            "undefined",
+            "undefined",
+            "undefined",
+            "undefined",
+            "undefined",
+            "undefined",
+            "undefined",
+            true
+        ])
+    );
     let (name, _) = error_of(&ex.run("await import('data:text/javascript,export default 1')").await);
     assert!(!name.is_empty(), "dynamic import must fail");
 }
@@ -94,13 +180,21 @@ async fn a_tool_that_needs_approval_never_runs_without_someone_to_ask() {
 
 #[tokio::test]
 async fn a_real_name_wins_over_another_names_underscore_alias() {
-    let tool = |name: &str, answer: &'static str| Tool::from_fn(def(name, None), move |_, _| async move { ToolResult::text(answer) });
+    let tool = |name: &str, answer: &'static str| {
+        Tool::from_fn(def(name, None), move |_, _| async move { ToolResult::text(answer) })
+    };
     let catalog = Catalog::new()
-        .with("my-db", tool("get-x", "dash plugin, dash tool")).unwrap()
-        .with("my-db", tool("get_x", "dash plugin, underscore tool")).unwrap()
-        .with("my_db", tool("get-x", "underscore plugin")).unwrap();
+        .with("my-db", tool("get-x", "dash plugin, dash tool"))
+        .unwrap()
+        .with("my-db", tool("get_x", "dash plugin, underscore tool"))
+        .unwrap()
+        .with("my_db", tool("get-x", "underscore plugin"))
+        .unwrap();
     let ex = executor_with(LaunchMode::Template, Limits::default(), catalog).await;
-    let value = ok_value(&ex.run(r#"return [await tools["my-db"]["get-x"](), await tools["my-db"].get_x(), await tools.my_db.get_x()]"#).await);
+    let value = ok_value(
+        &ex.run(r#"return [await tools["my-db"]["get-x"](), await tools["my-db"].get_x(), await tools.my_db.get_x()]"#)
+            .await,
+    );
     assert_eq!(value, json!(["dash plugin, dash tool", "dash plugin, underscore tool", "underscore plugin"]));
 }
 
@@ -127,7 +221,10 @@ async fn a_failed_call_rejects_with_an_error_carrying_the_tool_text() {
     assert_eq!(value, json!([true, "no such city: Atlantis"]));
     let outcome = ex.run(r#"await tools.echo.fail({ city: "Nowhere" })"#).await;
     assert_eq!(error_of(&outcome), ("Error".into(), "no such city: Nowhere".into()));
-    assert_eq!(ok_value(&ex.run("try { await tools.echo.panic({}) } catch (e) { return e.message }").await), json!("tool echo.panic crashed"));
+    assert_eq!(
+        ok_value(&ex.run("try { await tools.echo.panic({}) } catch (e) { return e.message }").await),
+        json!("tool echo.panic crashed")
+    );
     assert_healthy(&ex).await;
 }
 
@@ -138,10 +235,16 @@ async fn unknown_tools_reject_naming_the_closest_ones() {
         let ex = &ex;
         async move { ok_value(&ex.run(code).await) }
     };
-    assert_eq!(msg("try { await tools.math.ad({}) } catch (e) { return e.message }").await, json!("Unknown tool tools.math.ad. Did you mean tools.math.add?"));
+    assert_eq!(
+        msg("try { await tools.math.ad({}) } catch (e) { return e.message }").await,
+        json!("Unknown tool tools.math.ad. Did you mean tools.math.add?")
+    );
     let message = msg("try { await tools.mth.add({}) } catch (e) { return e.message }").await;
     assert!(
-        message.as_str().unwrap().starts_with("Unknown tool tools.mth.add: there is no plugin mth. Did you mean tools.math.add, "),
+        message
+            .as_str()
+            .unwrap()
+            .starts_with("Unknown tool tools.mth.add: there is no plugin mth. Did you mean tools.math.add, "),
         "{message}"
     );
     // Protocol lookups must not look like tools: awaiting a plugin object works.
@@ -161,7 +264,9 @@ async fn inputs_that_are_not_json_reject_before_reaching_the_host() {
 async fn calls_made_together_run_together() {
     let ex = executor().await;
     let started = Instant::now();
-    let outcome = ex.run("return (await Promise.all(Array.from({ length: 10 }, () => tools.slow.wait({ ms: 200 })))).length").await;
+    let outcome = ex
+        .run("return (await Promise.all(Array.from({ length: 10 }, () => tools.slow.wait({ ms: 200 })))).length")
+        .await;
     let took = started.elapsed();
     assert_eq!(ok_value(&outcome), json!(10));
     assert_eq!(outcome.tool_calls, 10);
@@ -190,7 +295,8 @@ async fn syntax_errors_name_line_and_column() {
 #[tokio::test]
 async fn thrown_errors_keep_their_name_message_and_program_stack() {
     let ex = executor().await;
-    let outcome = ex.run("function inner() { throw new TypeError('bad input') }\nfunction outer() { inner() }\nouter()").await;
+    let outcome =
+        ex.run("function inner() { throw new TypeError('bad input') }\nfunction outer() { inner() }\nouter()").await;
     match &outcome.kind {
         OutcomeKind::Error { name, message, stack, line, .. } => {
             assert_eq!((name.as_str(), message.as_str(), *line), ("TypeError", "bad input", Some(1)));
@@ -210,7 +316,10 @@ async fn unserialisable_results_get_a_clear_error() {
     let cases = [
         ("const a = {}; a.self = a; return a", "the returned value cannot be written as JSON: circular reference"),
         ("return { n: 10n }", "the returned value cannot be written as JSON: BigInt are forbidden in JSON.stringify"),
-        ("return { f() {} }", "the returned value cannot be written as JSON: a function at key \"f\" cannot be written as JSON"),
+        (
+            "return { f() {} }",
+            "the returned value cannot be written as JSON: a function at key \"f\" cannot be written as JSON",
+        ),
         ("return Symbol('s')", "the program returned a symbol; return data instead"),
     ];
     for (code, expected) in cases {
@@ -242,9 +351,17 @@ async fn the_spawn_path_runs_the_same_programs() {
     assert_eq!(outcome.agent_text(), "{\"oslo\":\"Oslo\",\"rome\":\"Rome\"}\n\nConsole output:\nboth answered");
     assert_eq!(ex.run("async (tools) => (await tools.math.add({ a: 1, b: 2 }))").await.agent_text(), "3");
     let limits = Limits::default().with_cpu_step(Duration::from_millis(300));
-    assert_eq!(ex.run_with_limits("while (true) {}", limits).await.kind, OutcomeKind::CpuLimit { limit_ms: 300 });
+    assert_eq!(
+        ex.run(codemode::Program::new("while (true) {}").limits(limits)).await.kind,
+        OutcomeKind::CpuLimit { limit_ms: 300 }
+    );
     let limits = Limits::default().with_memory_bytes(64 * codemode::limits::MIB);
-    assert_eq!(ex.run_with_limits("const a = []; while (true) a.push(new Array(1e5).fill(1));", limits).await.kind, OutcomeKind::MemoryLimit { limit_bytes: 64 << 20 });
+    assert_eq!(
+        ex.run(codemode::Program::new("const a = []; while (true) a.push(new Array(1e5).fill(1));").limits(limits))
+            .await
+            .kind,
+        OutcomeKind::MemoryLimit { limit_bytes: 64 << 20 }
+    );
 }
 
 #[tokio::test]
@@ -258,7 +375,9 @@ async fn auto_mode_picks_the_template_for_quickjs() {
 async fn the_catalog_can_change_between_programs() {
     let ex = executor().await;
     let mut catalog = test_catalog();
-    catalog.add("extra", codemode::Tool::from_fn(def("hello", None), |_, _| async { codemode::ToolResult::text("hi") })).unwrap();
+    catalog
+        .add("extra", codemode::Tool::from_fn(def("hello", None), |_, _| async { codemode::ToolResult::text("hi") }))
+        .unwrap();
     ex.set_catalog(catalog);
     assert_eq!(ok_value(&ex.run("return await tools.extra.hello()").await), json!("hi"));
 }

@@ -24,7 +24,14 @@ fn fake_worker(dir: &std::path::Path, name: &str, body: &str) -> PathBuf {
 }
 
 async fn fake(path: PathBuf, limits: Limits) -> Executor {
-    Executor::builder().worker_path(path).launch_mode(LaunchMode::Spawn).limits(limits).catalog(test_catalog()).build().await.unwrap()
+    Executor::builder()
+        .worker_path(path)
+        .launch_mode(LaunchMode::Spawn)
+        .limits(limits)
+        .catalog(test_catalog())
+        .build()
+        .await
+        .unwrap()
 }
 
 fn crash_reason(kind: &OutcomeKind) -> &str {
@@ -38,7 +45,9 @@ fn crash_reason(kind: &OutcomeKind) -> &str {
 async fn the_host_survives_every_kind_of_broken_worker_and_leaks_nothing() {
     let dir = std::env::temp_dir().join(format!("codemode-fake-workers-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
-    let real = executor().await;
+    let mut catalog = test_catalog();
+    let mut tool_started = add_watched_tool(&mut catalog);
+    let real = executor_with(LaunchMode::Template, Limits::default(), catalog).await;
     let template = real.template_pid().await;
     assert_healthy(&real).await;
     let fds_before = open_fds();
@@ -52,14 +61,25 @@ async fn the_host_survives_every_kind_of_broken_worker_and_leaks_nothing() {
     // A worker that writes garbage: the length prefix announces an oversized frame.
     let ex = fake(fake_worker(&dir, "garbage", "printf 'garbage and more garbage' >&3; sleep 5"), quick).await;
     let outcome = ex.run("1").await;
-    assert_eq!(crash_reason(&outcome.kind), "the worker sent an invalid message: frame of 1734439522 bytes exceeds the 67108864-byte limit");
+    assert_eq!(
+        crash_reason(&outcome.kind),
+        "the worker sent an invalid message: frame of 1734439522 bytes exceeds the 67108864-byte limit"
+    );
 
     // A worker that sends a well-framed payload that is not a message.
     let ex = fake(fake_worker(&dir, "badjson", "printf '\\000\\000\\000\\005hello' >&3; sleep 5"), quick).await;
     assert!(crash_reason(&ex.run("1").await.kind).starts_with("the worker sent an invalid message: undecodable frame"));
 
     // A worker that reads the program, then closes the channel in the middle of a frame.
-    let ex = fake(fake_worker(&dir, "midframe", "timeout 0.2 cat <&3 >/dev/null; printf '\\000\\000\\000\\100{\"con' >&3; exit 0"), quick).await;
+    let ex = fake(
+        fake_worker(
+            &dir,
+            "midframe",
+            "timeout 0.2 cat <&3 >/dev/null; printf '\\000\\000\\000\\100{\"con' >&3; exit 0",
+        ),
+        quick,
+    )
+    .await;
     let reason = crash_reason(&ex.run("1").await.kind).to_string();
     assert!(reason.contains("mid-frame"), "{reason}");
 
@@ -74,26 +94,31 @@ async fn the_host_survives_every_kind_of_broken_worker_and_leaks_nothing() {
     // A worker binary that does not exist.
     let ex = fake(dir.join("missing"), quick).await;
     match ex.run("1").await.kind {
-        OutcomeKind::Internal { reason } => assert!(reason.contains("cannot start the worker") && reason.contains("CODEMODE_WORKER"), "{reason}"),
+        OutcomeKind::Internal { reason } => {
+            assert!(reason.contains("cannot start the worker") && reason.contains("CODEMODE_WORKER"), "{reason}")
+        }
         other => panic!("{other:?}"),
     }
 
     // A real worker killed from outside while it waits for a tool.
     let killer = tokio::spawn(async move {
-        tokio::time::sleep(Duration::from_millis(300)).await;
+        tool_started.recv().await.unwrap();
         for pid in child_pids(template) {
             let _ = nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), nix::sys::signal::Signal::SIGKILL);
         }
     });
-    let outcome = real.run("await tools.slow.wait({ ms: 3000 }); return 'survived'").await;
+    let outcome = real.run("await tools.watch.wait({}); return 'survived'").await;
     killer.await.unwrap();
-    assert_eq!(crash_reason(&outcome.kind), "the worker ended with signal 9 (SIGKILL) before reporting an outcome (the peer closed the channel)");
+    assert_eq!(
+        crash_reason(&outcome.kind),
+        "the worker ended with signal 9 (SIGKILL) before reporting an outcome (the peer closed the channel)"
+    );
     assert_healthy(&real).await;
 
     // The template dies: the next program starts a new one.
     let old = real.template_pid().await.unwrap();
     nix::sys::signal::kill(nix::unistd::Pid::from_raw(old), nix::sys::signal::Signal::SIGKILL).unwrap();
-    tokio::time::sleep(Duration::from_millis(100)).await;
+    assert!(eventually(Duration::from_secs(5), || exited(old)).await, "the template outlived SIGKILL");
     assert_healthy(&real).await;
     let new = real.template_pid().await.unwrap();
     assert_ne!(old, new);
@@ -102,10 +127,13 @@ async fn the_host_survives_every_kind_of_broken_worker_and_leaks_nothing() {
     for _ in 0..20 {
         assert_healthy(&real).await;
         let limited = Limits::default().with_cpu_step(Duration::from_millis(50));
-        assert_eq!(real.run_with_limits("while (true) {}", limited).await.kind, OutcomeKind::CpuLimit { limit_ms: 50 });
+        assert_eq!(
+            real.run(codemode::Program::new("while (true) {}").limits(limited)).await.kind,
+            OutcomeKind::CpuLimit { limit_ms: 50 }
+        );
     }
     drop(ex);
-    tokio::time::sleep(Duration::from_millis(200)).await;
+    eventually(Duration::from_secs(5), || child_pids(Some(new)).is_empty()).await;
     assert_eq!(child_pids(Some(new)), Vec::<i32>::new(), "workers or zombies were left behind");
     assert_eq!(open_fds(), fds_before, "descriptors leaked");
     std::fs::remove_dir_all(&dir).unwrap();

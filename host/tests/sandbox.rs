@@ -31,10 +31,13 @@ async fn a_running_worker_is_locked_down() {
     let mut worker = None;
     for _ in 0..100 {
         tokio::time::sleep(Duration::from_millis(20)).await;
-        let workers: Vec<i32> = child_pids(Some(template)).into_iter().filter(|&pid| {
+        let workers: Vec<i32> = child_pids(Some(template))
+            .into_iter()
+            .filter(|&pid| {
                 let nspid = status_field(pid, "NSpid");
                 nspid.split_whitespace().count() > 1 && nspid.split_whitespace().last() == Some("1")
-            }).collect();
+            })
+            .collect();
         if let [pid] = workers[..] {
             worker = Some(pid);
             break;
@@ -61,9 +64,18 @@ async fn a_running_worker_is_locked_down() {
     // No environment.
     assert_eq!(std::fs::read(format!("/proc/{pid}/environ")).unwrap(), Vec::<u8>::new());
     // Its root is the empty tmpfs, not the host's.
-    let root: Vec<_> = std::fs::read_dir(format!("/proc/{pid}/root")).map(|d| d.flatten().collect()).unwrap_or_default();
+    let root: Vec<_> =
+        std::fs::read_dir(format!("/proc/{pid}/root")).map(|d| d.flatten().collect()).unwrap_or_default();
     assert!(root.is_empty(), "the worker's root holds {} entries", root.len());
-    // Not dumpable: its /proc files belong to root and ptrace by the same user is refused.
+    // Not dumpable (PR_SET_DUMPABLE 0): the kernel then gives its /proc files to root
+    // instead of the user it runs as (65534 here), so processes of that user cannot read
+    // its memory or attach to it.
+    let euid: u32 = status_field(pid, "Uid").split_whitespace().nth(1).unwrap().parse().unwrap();
+    assert_eq!(euid, 65534, "the worker runs as nobody");
+    for file in ["mem", "environ", "maps", "fd"] {
+        let owner = std::os::unix::fs::MetadataExt::uid(&std::fs::metadata(format!("/proc/{pid}/{file}")).unwrap());
+        assert_eq!(owner, 0, "/proc/{pid}/{file} belongs to uid {owner}: the worker is dumpable");
+    }
     assert_eq!(running.await.unwrap().agent_text(), "waited 1500");
     assert_healthy(&ex).await;
 }
@@ -80,7 +92,10 @@ async fn the_template_is_sandboxed_too() {
     assert_eq!(std::fs::read_dir(format!("/proc/{pid}/fd")).unwrap().count(), 1, "only the control channel");
     let user_ns = std::fs::read_link(format!("/proc/{pid}/ns/user")).unwrap();
     assert_ne!(user_ns, std::fs::read_link("/proc/self/ns/user").unwrap(), "a user namespace of its own");
-    assert_ne!(std::fs::read_link(format!("/proc/{pid}/ns/mnt")).unwrap(), std::fs::read_link("/proc/self/ns/mnt").unwrap());
+    assert_ne!(
+        std::fs::read_link(format!("/proc/{pid}/ns/mnt")).unwrap(),
+        std::fs::read_link("/proc/self/ns/mnt").unwrap()
+    );
     assert!(ex.sandbox_missing().is_empty(), "{:?}", ex.sandbox_missing());
 }
 
@@ -106,8 +121,16 @@ async fn a_disabled_sandbox_is_named_in_every_outcome() {
         .unwrap();
     let outcome = ex.run("return 1").await;
     assert_eq!(outcome.kind, OutcomeKind::Ok { value: Some("1".into()) });
-    assert!(outcome.sandbox_missing.iter().any(|l| l.layer == protocol::worker::Layer::Seccomp), "{:?}", outcome.sandbox_missing);
-    assert!(outcome.agent_text().contains("[warning: this program ran with a weaker sandbox; missing layers:"), "{}", outcome.agent_text());
+    assert!(
+        outcome.sandbox_missing.iter().any(|l| l.layer == protocol::worker::Layer::Seccomp),
+        "{:?}",
+        outcome.sandbox_missing
+    );
+    assert!(
+        outcome.agent_text().contains("[warning: this program ran with a weaker sandbox; missing layers:"),
+        "{}",
+        outcome.agent_text()
+    );
 }
 
 #[test]
@@ -116,7 +139,17 @@ fn sandbox_check_reports_every_layer_active_here() {
     let out = std::process::Command::new(env!("CARGO_BIN_EXE_codemode")).arg("sandbox-check").output().unwrap();
     let text = String::from_utf8_lossy(&out.stdout);
     assert_eq!(out.status.code(), Some(0), "{text}");
-    for layer in ["user_namespace", "empty_root", "landlock", "seccomp", "capabilities", "rlimits", "pid_namespace", "network", "cgroup"] {
+    for layer in [
+        "user_namespace",
+        "empty_root",
+        "landlock",
+        "seccomp",
+        "capabilities",
+        "rlimits",
+        "pid_namespace",
+        "network",
+        "cgroup",
+    ] {
         let line = text.lines().find(|l| l.starts_with(layer)).unwrap_or_else(|| panic!("no {layer} line in:\n{text}"));
         assert!(line.contains("active"), "{line}");
     }

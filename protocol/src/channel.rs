@@ -45,7 +45,8 @@ impl<T: DeserializeOwned> FrameReceiver<T> {
         set_nonblocking(&fd)?;
         // SAFETY: the AsyncFd owns the descriptor; nothing replaces or closes it while
         // it is registered.
-        let fd = unsafe { tokio::io::unix::AsyncFd::register_with_interest(fd, tokio::io::Interest::READABLE) }.map_err(io::Error::from)?;
+        let fd = unsafe { tokio::io::unix::AsyncFd::register_with_interest(fd, tokio::io::Interest::READABLE) }
+            .map_err(io::Error::from)?;
         Ok(Self { fd, buf: Vec::with_capacity(READ_CHUNK_BYTES), start: 0, max_frame, _message: PhantomData })
     }
 
@@ -62,7 +63,8 @@ impl<T: DeserializeOwned> FrameReceiver<T> {
             }
             let len = self.buf.len();
             self.buf.resize(len + READ_CHUNK_BYTES, 0);
-            let result = guard.try_io(|fd| nix::unistd::read(fd.get_ref(), &mut self.buf[len..]).map_err(io::Error::from));
+            let result =
+                guard.try_io(|fd| nix::unistd::read(fd.get_ref(), &mut self.buf[len..]).map_err(io::Error::from));
             match result {
                 Ok(Ok(0)) => {
                     self.buf.truncate(len);
@@ -212,7 +214,8 @@ impl<T: Serialize> FrameSender<T> {
         // descriptor registered for that alone.
         let dup = self.fd.try_clone()?;
         // SAFETY: the AsyncFd owns `dup`; nothing replaces or closes it while registered.
-        let watch = unsafe { tokio::io::unix::AsyncFd::register_with_interest(dup, tokio::io::Interest::WRITABLE) }.map_err(io::Error::from)?;
+        let watch = unsafe { tokio::io::unix::AsyncFd::register_with_interest(dup, tokio::io::Interest::WRITABLE) }
+            .map_err(io::Error::from)?;
         while !self.pending.is_empty() {
             let mut guard = watch.writable().await?;
             self.write_pending()?;
@@ -285,7 +288,10 @@ impl FromWorker {
 
     /// Waits for the worker's next message, busy-polling for up to `budget` first
     /// (see [`FrameReceiver::recv_busy_poll`]).
-    pub async fn recv_from_worker_busy_poll(&mut self, budget: std::time::Duration) -> Result<WorkerToHost, FrameError> {
+    pub async fn recv_from_worker_busy_poll(
+        &mut self,
+        budget: std::time::Duration,
+    ) -> Result<WorkerToHost, FrameError> {
         self.0.recv_busy_poll(budget).await
     }
 }
@@ -429,7 +435,6 @@ fn wait_writable(stream: &StdUnixStream) -> io::Result<()> {
     }
 }
 
-
 #[cfg(all(test, feature = "tokio"))]
 mod tests {
     #![allow(clippy::unwrap_used)]
@@ -449,7 +454,10 @@ mod tests {
         let mut worker = WorkerChannel::new(w, 1 << 20);
 
         to_worker
-            .send_to_worker(&HostToWorker::ToolAnswer { call_id: 9, answer: ToolAnswer::Resolve(RawValue::from_string("42".into()).unwrap()) })
+            .send_to_worker(&HostToWorker::ToolAnswer {
+                call_id: 9,
+                answer: ToolAnswer::Resolve(RawValue::from_string("42".into()).unwrap()),
+            })
             .await
             .unwrap();
         match worker.recv_from_host_busy_poll(std::time::Duration::from_micros(50)).unwrap() {
@@ -457,7 +465,9 @@ mod tests {
             other => panic!("{other:?}"),
         }
         worker.send_to_host(&WorkerToHost::Console { level: ConsoleLevel::Warn, text: "hi".into() }).unwrap();
-        worker.send_to_host(&WorkerToHost::Console { level: ConsoleLevel::Log, text: "two frames, one read".into() }).unwrap();
+        worker
+            .send_to_host(&WorkerToHost::Console { level: ConsoleLevel::Log, text: "two frames, one read".into() })
+            .unwrap();
         match from_worker.recv_from_worker().await.unwrap() {
             WorkerToHost::Console { level: ConsoleLevel::Warn, text } => assert_eq!(text, "hi"),
             other => panic!("{other:?}"),
@@ -489,7 +499,10 @@ mod tests {
         let mut ws = StdUnixStream::from(w);
         ws.write_all(&[0, 0]).unwrap();
         drop(ws);
-        assert!(matches!(from_worker.recv_from_worker().await, Err(FrameError::Truncated { part: "header", expected: 4, received: 2 })));
+        assert!(matches!(
+            from_worker.recv_from_worker().await,
+            Err(FrameError::Truncated { part: "header", expected: 4, received: 2 })
+        ));
     }
 
     #[tokio::test]
@@ -499,7 +512,10 @@ mod tests {
         let mut ws = StdUnixStream::from(w);
         ws.write_all(&[0, 1, 0, 0]).unwrap();
         // The writer stays open and sends nothing more: the reader must not wait for 64 KiB.
-        let err = tokio::time::timeout(std::time::Duration::from_secs(2), from_worker.recv_from_worker()).await.unwrap().unwrap_err();
+        let err = tokio::time::timeout(std::time::Duration::from_secs(2), from_worker.recv_from_worker())
+            .await
+            .unwrap()
+            .unwrap_err();
         assert!(matches!(err, FrameError::TooLarge { len: 65536, max: 1024 }), "{err}");
         drop(ws);
     }
@@ -520,15 +536,19 @@ mod tests {
         let big = "x".repeat(300_000);
         for id in 0..4 {
             // Never blocks, even though nobody reads yet.
-            to_worker.queue_to_worker(&HostToWorker::ToolAnswer { call_id: id, answer: ToolAnswer::Reject(big.clone()) }).unwrap();
+            to_worker
+                .queue_to_worker(&HostToWorker::ToolAnswer { call_id: id, answer: ToolAnswer::Reject(big.clone()) })
+                .unwrap();
         }
         assert!(to_worker.has_pending());
         let reader = std::thread::spawn(move || {
             let mut worker = WorkerChannel::new(w, 1 << 20);
-            (0..4).map(|_| match worker.recv_from_host_blocking().unwrap() {
-                HostToWorker::ToolAnswer { call_id, .. } => call_id,
-                HostToWorker::Start(_) => u64::MAX,
-            }).collect::<Vec<_>>()
+            (0..4)
+                .map(|_| match worker.recv_from_host_blocking().unwrap() {
+                    HostToWorker::ToolAnswer { call_id, .. } => call_id,
+                    HostToWorker::Start(_) => u64::MAX,
+                })
+                .collect::<Vec<_>>()
         });
         to_worker.flush_to_worker().await.unwrap();
         assert!(!to_worker.has_pending());
@@ -574,7 +594,10 @@ mod tests {
             }
         }
         drop(sender.join().unwrap());
-        assert!(matches!(from_worker.recv_from_worker_busy_poll(std::time::Duration::from_micros(100)).await, Err(FrameError::Closed)));
+        assert!(matches!(
+            from_worker.recv_from_worker_busy_poll(std::time::Duration::from_micros(100)).await,
+            Err(FrameError::Closed)
+        ));
     }
 
     #[test]

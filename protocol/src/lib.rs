@@ -12,6 +12,8 @@
 //!   `recv_from_host`, ...) so that each side can only send what its role sends.
 //! - [`manifest`] is a JavaScript plugin's `manifest.json`, read by the host and by
 //!   the plugin runtime alike.
+//! - [`mcp`] mirrors MCP's `Tool` and `CallToolResult` (every content kind);
+//!   [`plugin`] is the plugin wire format (JSON-RPC lines) as typed messages.
 //! - [`template`] is the small control channel between the host and the pristine
 //!   template process that forks one worker per program.
 //! - [`worker`] is how a worker process ends (its exit codes).
@@ -24,7 +26,9 @@ pub mod channel;
 pub mod cost;
 pub mod frame;
 pub mod manifest;
+pub mod mcp;
 pub mod message;
+pub mod plugin;
 pub mod template;
 pub mod worker;
 

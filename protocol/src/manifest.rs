@@ -107,7 +107,8 @@ impl Manifest {
     /// Reads and checks `<dir>/manifest.json`.
     pub fn load(dir: &Path) -> Result<Self, ManifestError> {
         let path = dir.join(MANIFEST_FILE);
-        let text = std::fs::read_to_string(&path).map_err(|source| ManifestError::Read { path: path.clone(), source })?;
+        let text =
+            std::fs::read_to_string(&path).map_err(|source| ManifestError::Read { path: path.clone(), source })?;
         Self::parse(&text).map_err(|message| ManifestError::Invalid { path, message })
     }
 
@@ -117,7 +118,12 @@ impl Manifest {
         if manifest.name.trim().is_empty() {
             return Err("`name` must not be empty".into());
         }
-        for (field, file) in manifest.main.iter().map(|m| ("main", m)).chain(manifest.contributes.rules.iter().map(|r| ("contributes.rules", r))) {
+        for (field, file) in manifest
+            .main
+            .iter()
+            .map(|m| ("main", m))
+            .chain(manifest.contributes.rules.iter().map(|r| ("contributes.rules", r)))
+        {
             if !is_inside(file) {
                 return Err(format!("`{field}` entry {file:?} must be a relative path inside the plugin's folder"));
             }
@@ -166,17 +172,23 @@ impl HostEntry {
             return Err("must be a host name, not a URL (write \"api.example.com\", not \"https://api.example.com/\")");
         }
         let (host, port) = match entry.rsplit_once(':') {
-            Some((host, port)) if !host.contains(':') => (host, Some(port.parse::<u16>().map_err(|_| "has a port that is not a number from 0 to 65535")?)),
+            Some((host, port)) if !host.contains(':') => {
+                (host, Some(port.parse::<u16>().map_err(|_| "has a port that is not a number from 0 to 65535")?))
+            }
             _ => (entry, None),
         };
         let (name, subdomains) = match host.strip_prefix("*.") {
             Some(domain) => (domain, true),
             None => (host, false),
         };
-        if name.is_empty() || name.contains('*') || !name.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | '_')) {
+        if name.is_empty()
+            || name.contains('*')
+            || !name.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | '_'))
+        {
             return Err("must be a host name, optionally with :port or a leading *. for subdomains");
         }
-        if subdomains && (!name.contains('.') || name.split('.').all(|label| label.chars().all(|c| c.is_ascii_digit()))) {
+        if subdomains && (!name.contains('.') || name.split('.').all(|label| label.chars().all(|c| c.is_ascii_digit())))
+        {
             return Err("is too broad: a *. entry needs a domain of at least two labels (\"*.example.com\"), not a top-level domain or numbers");
         }
         Ok(Self { host: name.to_ascii_lowercase(), subdomains, port })
@@ -203,7 +215,10 @@ mod tests {
 
     #[test]
     fn rules_only_plugins_need_no_main_or_permissions() {
-        let m = Manifest::parse(r#"{ "name": "house-style", "version": "0.1.0", "contributes": { "rules": ["rules.md"] } }"#).unwrap();
+        let m = Manifest::parse(
+            r#"{ "name": "house-style", "version": "0.1.0", "contributes": { "rules": ["rules.md"] } }"#,
+        )
+        .unwrap();
         assert!(!m.may_provide_tools());
         assert!(m.net_hosts().is_empty());
         assert_eq!(m.main, None);
@@ -211,22 +226,43 @@ mod tests {
 
     #[test]
     fn host_entries_parse_into_name_port_and_scope() {
-        assert_eq!(HostEntry::parse("API.example.com"), Ok(HostEntry { host: "api.example.com".into(), subdomains: false, port: None }));
-        assert_eq!(HostEntry::parse("*.example.org:8443"), Ok(HostEntry { host: "example.org".into(), subdomains: true, port: Some(8443) }));
-        assert_eq!(HostEntry::parse("127.0.0.1:8080"), Ok(HostEntry { host: "127.0.0.1".into(), subdomains: false, port: Some(8080) }));
+        assert_eq!(
+            HostEntry::parse("API.example.com"),
+            Ok(HostEntry { host: "api.example.com".into(), subdomains: false, port: None })
+        );
+        assert_eq!(
+            HostEntry::parse("*.example.org:8443"),
+            Ok(HostEntry { host: "example.org".into(), subdomains: true, port: Some(8443) })
+        );
+        assert_eq!(
+            HostEntry::parse("127.0.0.1:8080"),
+            Ok(HostEntry { host: "127.0.0.1".into(), subdomains: false, port: Some(8080) })
+        );
     }
 
     #[test]
     fn mistakes_are_named() {
         let e = Manifest::parse(r#"{ "name": "x", "version": "1", "main": "../outside.js" }"#).unwrap_err();
         assert_eq!(e, "`main` entry \"../outside.js\" must be a relative path inside the plugin's folder");
-        let e = Manifest::parse(r#"{ "name": "x", "version": "1", "permissions": { "net": { "hosts": ["https://a.com/"] } } }"#).unwrap_err();
-        assert!(e.starts_with("`permissions.net.hosts` entry \"https://a.com/\" must be a host name, not a URL"), "{e}");
-        let e = Manifest::parse(r#"{ "name": "x", "version": "1", "permissions": { "net": { "hosts": ["a.com:http"] } } }"#).unwrap_err();
+        let e = Manifest::parse(
+            r#"{ "name": "x", "version": "1", "permissions": { "net": { "hosts": ["https://a.com/"] } } }"#,
+        )
+        .unwrap_err();
+        assert!(
+            e.starts_with("`permissions.net.hosts` entry \"https://a.com/\" must be a host name, not a URL"),
+            "{e}"
+        );
+        let e = Manifest::parse(
+            r#"{ "name": "x", "version": "1", "permissions": { "net": { "hosts": ["a.com:http"] } } }"#,
+        )
+        .unwrap_err();
         assert!(e.contains("port that is not a number"), "{e}");
-        let e = Manifest::parse(r#"{ "name": "x", "version": "1", "permissions": { "net": { "hosts": ["*.com"] } } }"#).unwrap_err();
+        let e = Manifest::parse(r#"{ "name": "x", "version": "1", "permissions": { "net": { "hosts": ["*.com"] } } }"#)
+            .unwrap_err();
         assert!(e.contains("is too broad"), "{e}");
-        let e = Manifest::parse(r#"{ "name": "x", "version": "1", "permissions": { "net": { "hosts": ["*.0.0.1"] } } }"#).unwrap_err();
+        let e =
+            Manifest::parse(r#"{ "name": "x", "version": "1", "permissions": { "net": { "hosts": ["*.0.0.1"] } } }"#)
+                .unwrap_err();
         assert!(e.contains("is too broad"), "{e}");
         let e = Manifest::parse(r#"{ "version": "1" }"#).unwrap_err();
         assert!(e.contains("missing field `name`"), "{e}");

@@ -201,7 +201,12 @@ mod tests {
 
     #[test]
     fn tool_call_input_passes_through_unchanged() {
-        let msg = WorkerToHost::ToolCall { call_id: 3, plugin: "my-db".into(), tool: "q".into(), input: raw(r#"{"a":[1,2,{"b":"é"}]}"#) };
+        let msg = WorkerToHost::ToolCall {
+            call_id: 3,
+            plugin: "my-db".into(),
+            tool: "q".into(),
+            input: raw(r#"{"a":[1,2,{"b":"é"}]}"#),
+        };
         let buf = encode(&msg).unwrap();
         match read_frame::<_, WorkerToHost>(&mut &buf[..], MAX_FRAME_BYTES).unwrap() {
             WorkerToHost::ToolCall { call_id, plugin, tool, input } => {
@@ -218,7 +223,14 @@ mod tests {
             WorkerOutcome::Returned(raw("[1,2]")),
             WorkerOutcome::Returned(raw("null")),
             WorkerOutcome::ReturnedUndefined,
-            WorkerOutcome::Threw(JsFailure { name: "TypeError".into(), message: "x".into(), stack: Some("at y".into()), line: Some(2), column: Some(5), unhandled_rejection: false }),
+            WorkerOutcome::Threw(JsFailure {
+                name: "TypeError".into(),
+                message: "x".into(),
+                stack: Some("at y".into()),
+                line: Some(2),
+                column: Some(5),
+                unhandled_rejection: false,
+            }),
             WorkerOutcome::Internal("a bug".into()),
             WorkerOutcome::Unserializable("cycle".into()),
             WorkerOutcome::ResultTooLarge { bytes: 9 },
@@ -243,23 +255,37 @@ mod tests {
     fn start_and_answers_round_trip() {
         let start = HostToWorker::Start(StartProgram {
             code: "return 1".into(),
-            limits: WorkerLimits { memory_bytes: 1, cpu_step_ms: 2, console_bytes: 3, result_bytes: 4, wall_clock_ms: 5, tool_bytes_in_flight: 6 },
+            limits: WorkerLimits {
+                memory_bytes: 1,
+                cpu_step_ms: 2,
+                console_bytes: 3,
+                result_bytes: 4,
+                wall_clock_ms: 5,
+                tool_bytes_in_flight: 6,
+            },
             catalog: vec![PluginTools { plugin: "math".into(), tools: vec!["add".into()], unavailable: None }],
             busy_poll_us: 50,
         });
         let buf = encode(&start).unwrap();
-        let HostToWorker::Start(back) = read_frame::<_, HostToWorker>(&mut &buf[..], MAX_FRAME_BYTES).unwrap() else { panic!() };
+        let HostToWorker::Start(back) = read_frame::<_, HostToWorker>(&mut &buf[..], MAX_FRAME_BYTES).unwrap() else {
+            panic!()
+        };
         assert_eq!(back.catalog[0].tools, vec!["add".to_string()]);
         assert_eq!(back.limits.result_bytes, 4);
         for answer in [ToolAnswer::Resolve(raw("\"ok\"")), ToolAnswer::Reject("boom".into())] {
             let buf = encode(&HostToWorker::ToolAnswer { call_id: 1, answer }).unwrap();
-            assert!(matches!(read_frame::<_, HostToWorker>(&mut &buf[..], MAX_FRAME_BYTES).unwrap(), HostToWorker::ToolAnswer { call_id: 1, .. }));
+            assert!(matches!(
+                read_frame::<_, HostToWorker>(&mut &buf[..], MAX_FRAME_BYTES).unwrap(),
+                HostToWorker::ToolAnswer { call_id: 1, .. }
+            ));
         }
     }
 
     #[test]
     fn a_returned_null_stays_null() {
-        let buf = encode(&WorkerToHost::Finished { outcome: WorkerOutcome::Returned(raw("null")), console_dropped_bytes: 0 }).unwrap();
+        let buf =
+            encode(&WorkerToHost::Finished { outcome: WorkerOutcome::Returned(raw("null")), console_dropped_bytes: 0 })
+                .unwrap();
         match read_frame::<_, WorkerToHost>(&mut &buf[..], MAX_FRAME_BYTES).unwrap() {
             WorkerToHost::Finished { outcome: WorkerOutcome::Returned(value), .. } => assert_eq!(value.get(), "null"),
             other => panic!("unexpected {other:?}"),

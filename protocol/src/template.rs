@@ -60,14 +60,19 @@ pub enum TemplateReply {
 /// Sends one control message, with an optional descriptor attached.
 ///
 /// On a non-blocking socket this fails with `WouldBlock` instead of waiting.
-pub fn send_control<T: Serialize>(socket: BorrowedFd<'_>, message: &T, fd: Option<BorrowedFd<'_>>) -> Result<(), FrameError> {
+pub fn send_control<T: Serialize>(
+    socket: BorrowedFd<'_>,
+    message: &T,
+    fd: Option<BorrowedFd<'_>>,
+) -> Result<(), FrameError> {
     let payload = serde_json::to_vec(message).map_err(FrameError::Encode)?;
     if payload.len() > MAX_CONTROL_BYTES {
         return Err(FrameError::TooLarge { len: payload.len() as u64, max: MAX_CONTROL_BYTES as u32 });
     }
     let iov = [IoSlice::new(&payload)];
     let raw: Vec<RawFd> = fd.iter().map(|f| f.as_raw_fd()).collect();
-    let cmsgs: Vec<ControlMessage<'_>> = if raw.is_empty() { Vec::new() } else { vec![ControlMessage::ScmRights(&raw)] };
+    let cmsgs: Vec<ControlMessage<'_>> =
+        if raw.is_empty() { Vec::new() } else { vec![ControlMessage::ScmRights(&raw)] };
     loop {
         match sendmsg::<()>(socket.as_raw_fd(), &iov, &cmsgs, MsgFlags::MSG_NOSIGNAL, None) {
             Ok(_) => return Ok(()),
@@ -112,7 +117,10 @@ pub fn recv_control<T: DeserializeOwned>(socket: BorrowedFd<'_>) -> Result<(T, O
         return Err(FrameError::TooLarge { len: len as u64, max: MAX_CONTROL_BYTES as u32 });
     }
     if fds.len() > 1 {
-        return Err(FrameError::Io(io::Error::new(io::ErrorKind::InvalidData, format!("{} descriptors attached, expected at most one", fds.len()))));
+        return Err(FrameError::Io(io::Error::new(
+            io::ErrorKind::InvalidData,
+            format!("{} descriptors attached, expected at most one", fds.len()),
+        )));
     }
     let message = serde_json::from_slice(&buf[..len]).map_err(FrameError::Decode)?;
     Ok((message, fds.into_iter().next()))

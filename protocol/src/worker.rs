@@ -32,7 +32,13 @@ pub enum WorkerExit {
 
 impl WorkerExit {
     /// Every variant.
-    pub const ALL: [WorkerExit; 5] = [WorkerExit::HostGone, WorkerExit::SetupFailed, WorkerExit::CpuLimit, WorkerExit::Panicked, WorkerExit::Aborted];
+    pub const ALL: [WorkerExit; 5] = [
+        WorkerExit::HostGone,
+        WorkerExit::SetupFailed,
+        WorkerExit::CpuLimit,
+        WorkerExit::Panicked,
+        WorkerExit::Aborted,
+    ];
 
     /// The process exit code.
     pub const fn code(self) -> i32 {
@@ -102,7 +108,9 @@ impl SandboxMode {
     }
 
     fn from_arg(value: &str) -> Option<Self> {
-        [SandboxMode::Required, SandboxMode::AllowWeaker, SandboxMode::Disabled].into_iter().find(|m| m.as_arg() == value)
+        [SandboxMode::Required, SandboxMode::AllowWeaker, SandboxMode::Disabled]
+            .into_iter()
+            .find(|m| m.as_arg() == value)
     }
 }
 
@@ -199,8 +207,8 @@ impl Layer {
             Layer::NotDumpable => "not dumpable, no core dumps",
             Layer::Descriptors => "every descriptor closed but the channel",
             Layer::ParentDeath => "SIGKILL when the host dies, rechecked through the channel",
-            Layer::Rlimits => "RLIMIT_DATA (memory), NOFILE 32, NPROC 0, FSIZE 0, CORE 0, MEMLOCK 0, MSGQUEUE 0, CPU seconds",
-            Layer::Seccomp => "allowlist, kill by default; ENOSYS for clone3, io_uring and the new mount API; EPERM for TIOCSTI/TIOCLINUX",
+            Layer::Rlimits => "resource limits: memory backstop, descriptors, no processes, no file writes, no core dumps, CPU seconds",
+            Layer::Seccomp => "a system call allowlist; anything else kills the worker",
         }
     }
 
@@ -269,6 +277,35 @@ pub struct ProbeReport {
     pub outside_uid: Option<u32>,
     /// Layers that did not apply, with the reason.
     pub missing: Vec<MissingLayer>,
+    /// The resource limits a worker applies (the memory and CPU values are those of a
+    /// program with a 1 GiB heap and a 10 s wall clock).
+    #[serde(default)]
+    pub rlimits: Vec<RlimitReport>,
+    /// The worker's seccomp table, summed up.
+    #[serde(default)]
+    pub seccomp: SeccompReport,
+}
+
+/// One resource limit as the worker applies it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RlimitReport {
+    /// `RLIMIT_NPROC`, ...
+    pub resource: String,
+    /// The soft and hard value (the same unless they differ).
+    pub soft: u64,
+    /// The hard value.
+    pub hard: u64,
+    /// Why.
+    pub reason: String,
+}
+
+/// The worker's seccomp table, summed up for reports.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SeccompReport {
+    /// System calls allowed (some only with certain arguments).
+    pub allowed: Vec<String>,
+    /// System calls answered with an errno instead (`clone3: ENOSYS`).
+    pub refused: Vec<String>,
 }
 
 /// How the host starts a `sandbox-worker` process.
@@ -415,14 +452,24 @@ impl WorkerCommand {
             let text = required(name)?;
             text.parse().map_err(|_| CommandError(format!("{name} must be a number, not {text:?}")))
         };
-        let fd = |name: &str| number(name).and_then(|n| i32::try_from(n).map_err(|_| CommandError(format!("{name} is out of range"))));
+        let fd = |name: &str| {
+            number(name).and_then(|n| i32::try_from(n).map_err(|_| CommandError(format!("{name} is out of range"))))
+        };
         let sandbox = || match value("--sandbox") {
             None => Ok(SandboxMode::Required),
-            Some(text) => SandboxMode::from_arg(text).ok_or_else(|| CommandError(format!("--sandbox must be required, allow-weaker or disabled, not {text:?}"))),
+            Some(text) => SandboxMode::from_arg(text).ok_or_else(|| {
+                CommandError(format!("--sandbox must be required, allow-weaker or disabled, not {text:?}"))
+            }),
         };
         Ok(match mode.as_str() {
-            "template" => WorkerCommand::Template { control_fd: fd("--control-fd")?, host_pid: fd("--host-pid")?, sandbox: sandbox()? },
-            "run" => WorkerCommand::Run { channel_fd: fd("--channel-fd")?, host_pid: fd("--host-pid")?, sandbox: sandbox()? },
+            "template" => WorkerCommand::Template {
+                control_fd: fd("--control-fd")?,
+                host_pid: fd("--host-pid")?,
+                sandbox: sandbox()?,
+            },
+            "run" => {
+                WorkerCommand::Run { channel_fd: fd("--channel-fd")?, host_pid: fd("--host-pid")?, sandbox: sandbox()? }
+            }
             "exec" => WorkerCommand::Exec {
                 host_pid: fd("--host-pid")?,
                 sandbox: sandbox()?,
@@ -431,7 +478,10 @@ impl WorkerCommand {
                 skip_layers: pairs
                     .iter()
                     .filter(|(n, _)| *n == "--skip-layer")
-                    .map(|(_, v)| Layer::from_name(v).ok_or_else(|| CommandError(format!("--skip-layer: there is no layer {v:?}"))))
+                    .map(|(_, v)| {
+                        Layer::from_name(v)
+                            .ok_or_else(|| CommandError(format!("--skip-layer: there is no layer {v:?}")))
+                    })
                     .collect::<Result<_, _>>()?,
             },
             "plugin" => WorkerCommand::Plugin {
@@ -439,8 +489,11 @@ impl WorkerCommand {
                 name: required("--name")?.to_string(),
                 host_pid: fd("--host-pid")?,
                 sandbox: sandbox()?,
-                memory_mib: number("--memory-mib").and_then(|n| u64::try_from(n).map_err(|_| CommandError("--memory-mib must be positive".into())))?,
-                cpu_step_ms: number("--cpu-step-ms").and_then(|n| u64::try_from(n).map_err(|_| CommandError("--cpu-step-ms must be positive".into())))?,
+                memory_mib: number("--memory-mib")
+                    .and_then(|n| u64::try_from(n).map_err(|_| CommandError("--memory-mib must be positive".into())))?,
+                cpu_step_ms: number("--cpu-step-ms").and_then(|n| {
+                    u64::try_from(n).map_err(|_| CommandError("--cpu-step-ms must be positive".into()))
+                })?,
             },
             "probe" => WorkerCommand::Probe,
             _ => WorkerCommand::Info,
@@ -474,7 +527,14 @@ mod tests {
                 args: vec!["--not-a-flag".into(), "x".into()],
                 skip_layers: vec![Layer::Seccomp, Layer::Landlock],
             },
-            WorkerCommand::Plugin { dir: "/srv/plug in".into(), name: "hello".into(), host_pid: 7, sandbox: SandboxMode::Required, memory_mib: 128, cpu_step_ms: 500 },
+            WorkerCommand::Plugin {
+                dir: "/srv/plug in".into(),
+                name: "hello".into(),
+                host_pid: 7,
+                sandbox: SandboxMode::Required,
+                memory_mib: 128,
+                cpu_step_ms: 500,
+            },
             WorkerCommand::Probe,
             WorkerCommand::Info,
         ];
@@ -485,14 +545,19 @@ mod tests {
 
     #[test]
     fn mistakes_are_named() {
-        let parse = |args: &[&str]| WorkerCommand::parse(&args.iter().map(|a| a.to_string()).collect::<Vec<_>>()).unwrap_err().to_string();
+        let parse = |args: &[&str]| {
+            WorkerCommand::parse(&args.iter().map(|a| a.to_string()).collect::<Vec<_>>()).unwrap_err().to_string()
+        };
         assert!(parse(&[]).starts_with("no mode given; sandbox-worker is started by the codemode host"));
         assert!(parse(&["dance"]).starts_with("unknown mode `dance`"));
         assert!(parse(&["run", "--channel-fd", "3"]).starts_with("`run` needs --host-pid"));
-        assert!(parse(&["run", "--channel-fd", "three", "--host-pid", "1"]).starts_with("--channel-fd must be a number, not \"three\""));
-        assert!(parse(&["run", "--channel-fd", "3", "--host-pid", "1", "--sandbox", "off"]).starts_with("--sandbox must be required, allow-weaker or disabled, not \"off\""));
+        assert!(parse(&["run", "--channel-fd", "three", "--host-pid", "1"])
+            .starts_with("--channel-fd must be a number, not \"three\""));
+        assert!(parse(&["run", "--channel-fd", "3", "--host-pid", "1", "--sandbox", "off"])
+            .starts_with("--sandbox must be required, allow-weaker or disabled, not \"off\""));
         assert!(parse(&["template", "--payload", "x"]).starts_with("`template` takes no flag --payload"));
-        assert!(parse(&["exec", "--host-pid", "1", "--payload", "p", "--skip-layer", "moat"]).starts_with("--skip-layer: there is no layer \"moat\""));
+        assert!(parse(&["exec", "--host-pid", "1", "--payload", "p", "--skip-layer", "moat"])
+            .starts_with("--skip-layer: there is no layer \"moat\""));
     }
 
     #[test]
@@ -516,6 +581,13 @@ mod tests {
             cgroup: "v2".into(),
             outside_uid: Some(65534),
             missing: vec![MissingLayer { layer: Layer::Landlock, reason: "no".into() }],
+            rlimits: vec![RlimitReport {
+                resource: "RLIMIT_NPROC".into(),
+                soft: 0,
+                hard: 0,
+                reason: "no new processes".into(),
+            }],
+            seccomp: SeccompReport { allowed: vec!["read".into()], refused: vec!["clone3: ENOSYS".into()] },
         };
         let text = serde_json::to_string(&report).unwrap_or_default();
         assert!(text.contains("\"engine\":\"quickjs\"") && text.contains("\"layer\":\"landlock\""), "{text}");

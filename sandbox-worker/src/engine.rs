@@ -14,7 +14,8 @@ use crate::ops::{codemode, Describer, Driver};
 compile_error!("enable one engine feature: `quickjs` (default) or `v8`");
 
 /// The engine this worker was built with.
-pub const ENGINE: protocol::worker::Engine = if cfg!(feature = "v8") { protocol::worker::Engine::V8 } else { protocol::worker::Engine::QuickJs };
+pub const ENGINE: protocol::worker::Engine =
+    if cfg!(feature = "v8") { protocol::worker::Engine::V8 } else { protocol::worker::Engine::QuickJs };
 
 /// True when the engine compiles JavaScript to machine code at run time (V8's JIT),
 /// which needs executable memory; QuickJS is an interpreter and gets none.
@@ -114,12 +115,18 @@ fn wrap(code: &str, form: ProgramForm) -> (String, usize) {
 /// Creates a deno_core runtime with codemode's engine settings: `extensions`, an
 /// optional module loader (plugins load ES modules; programs never do) and an initial
 /// heap limit.
-pub fn new_runtime(extensions: Vec<deno_core::Extension>, module_loader: Option<std::rc::Rc<dyn deno_core::ModuleLoader>>, heap_limit_bytes: Option<u64>) -> Result<JsRuntime, EngineError> {
+pub fn new_runtime(
+    extensions: Vec<deno_core::Extension>,
+    module_loader: Option<std::rc::Rc<dyn deno_core::ModuleLoader>>,
+    heap_limit_bytes: Option<u64>,
+) -> Result<JsRuntime, EngineError> {
     // QuickJS's default 1 MiB of JS stack stops recursion at about a thousand frames;
     // the main thread has 8 MiB, so give the engine 4 MiB of it.
     v8::V8::set_flags_from_string(STACK_FLAG);
-    let create_params = heap_limit_bytes.map(|limit| v8::CreateParams::default().heap_limits(0, usize::try_from(limit).unwrap_or(usize::MAX)));
-    JsRuntime::try_new(RuntimeOptions { extensions, module_loader, create_params, ..Default::default() }).map_err(|e| EngineError::Create(e.to_string()))
+    let create_params = heap_limit_bytes
+        .map(|limit| v8::CreateParams::default().heap_limits(0, usize::try_from(limit).unwrap_or(usize::MAX)));
+    JsRuntime::try_new(RuntimeOptions { extensions, module_loader, create_params, ..Default::default() })
+        .map_err(|e| EngineError::Create(e.to_string()))
 }
 
 impl Engine {
@@ -164,7 +171,11 @@ impl Engine {
 
     /// The wrapper's value must be the program's function; text that closes the
     /// wrapper can leave something else.
-    fn expect_function(&mut self, value: v8::Global<v8::Value>, form: ProgramForm) -> Result<(v8::Global<v8::Value>, ProgramForm), CompileError> {
+    fn expect_function(
+        &mut self,
+        value: v8::Global<v8::Value>,
+        form: ProgramForm,
+    ) -> Result<(v8::Global<v8::Value>, ProgramForm), CompileError> {
         deno_core::scope!(scope, &mut self.runtime);
         if v8::Local::new(scope, &value).is_function() {
             return Ok((value, form));
@@ -218,8 +229,17 @@ impl Engine {
         };
         let text = text.to_rust_string_lossy(tc);
         match serde_json::from_str::<Described>(&text) {
-            Ok(d) if d.internal || (d.name == "InternalError" && d.message == "out of memory") => CompileError::OutOfMemory,
-            Ok(d) => CompileError::Threw(JsFailure { name: d.name, message: d.message, stack: d.stack, line: d.line, column: d.column, unhandled_rejection: false }),
+            Ok(d) if d.internal || (d.name == "InternalError" && d.message == "out of memory") => {
+                CompileError::OutOfMemory
+            }
+            Ok(d) => CompileError::Threw(JsFailure {
+                name: d.name,
+                message: d.message,
+                stack: d.stack,
+                line: d.line,
+                column: d.column,
+                unhandled_rejection: false,
+            }),
             Err(e) => CompileError::Threw(JsFailure {
                 name: "Error".into(),
                 message: format!("the program threw something its description could not carry: {e}"),
@@ -251,7 +271,8 @@ struct Described {
 /// so the expression form cannot compile (and trying it costs a thrown SyntaxError,
 /// which is the most expensive part of starting a program).
 pub fn starts_with_statement(code: &str) -> bool {
-    const STATEMENT_KEYWORDS: [&str; 13] = ["const", "let", "var", "return", "if", "for", "while", "do", "throw", "try", "switch", "import", "export"];
+    const STATEMENT_KEYWORDS: [&str; 13] =
+        ["const", "let", "var", "return", "if", "for", "while", "do", "throw", "try", "switch", "import", "export"];
     let mut rest = code;
     loop {
         rest = rest.trim_start();
@@ -263,7 +284,8 @@ pub fn starts_with_statement(code: &str) -> bool {
             break;
         }
     }
-    let word: &str = &rest[..rest.find(|c: char| !(c.is_ascii_alphanumeric() || c == '_' || c == '$')).unwrap_or(rest.len())];
+    let word: &str =
+        &rest[..rest.find(|c: char| !(c.is_ascii_alphanumeric() || c == '_' || c == '$')).unwrap_or(rest.len())];
     STATEMENT_KEYWORDS.contains(&word)
 }
 
@@ -305,7 +327,11 @@ pub fn failure_from_js_error(error: &deno_core::error::JsError, line1_prefix: us
 
 /// Drops stack frames of codemode's own bootstrap: the program's author cannot act on them.
 fn without_internal_frames(stack: &str) -> String {
-    stack.lines().filter(|l| !(l.trim_start().starts_with("at ") && l.contains("codemode:"))).collect::<Vec<_>>().join("\n")
+    stack
+        .lines()
+        .filter(|l| !(l.trim_start().starts_with("at ") && l.contains("codemode:")))
+        .collect::<Vec<_>>()
+        .join("\n")
 }
 
 /// Rewrites `program.js:1:C` positions in a stack trace to the program's own columns.
@@ -334,7 +360,10 @@ mod tests {
     #[test]
     fn line1_columns_lose_the_prefix_other_lines_keep_theirs() {
         let stack = "Error: x\n    at f (program.js:1:40)\n    at program.js:3:7\n    at program.js:1:2";
-        assert_eq!(fix_line1_columns(stack, 25), "Error: x\n    at f (program.js:1:15)\n    at program.js:3:7\n    at program.js:1:1");
+        assert_eq!(
+            fix_line1_columns(stack, 25),
+            "Error: x\n    at f (program.js:1:15)\n    at program.js:3:7\n    at program.js:1:1"
+        );
     }
 
     #[test]
@@ -342,7 +371,16 @@ mod tests {
         for code in ["return 1", "const a = 1", "  // note\n/* block */ let x", "if (a) {}", "for (;;) {}", "throw 1"] {
             assert!(starts_with_statement(code), "{code}");
         }
-        for code in ["async (tools) => 1", "1 + 1", "await tools.a.b()", "constant", "returned()", "tools.x.y()", "", "// only a comment"] {
+        for code in [
+            "async (tools) => 1",
+            "1 + 1",
+            "await tools.a.b()",
+            "constant",
+            "returned()",
+            "tools.x.y()",
+            "",
+            "// only a comment",
+        ] {
             assert!(!starts_with_statement(code), "{code}");
         }
     }

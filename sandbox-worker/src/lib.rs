@@ -33,7 +33,6 @@ use std::os::fd::{AsRawFd, OwnedFd};
 use protocol::worker::WorkerExit;
 use sandbox::{rlimits, seccomp::SPAWNED_CLONE_FLAGS, Environment, SandboxOptions};
 
-
 /// Memory the spawn path allows for the engine itself on top of the program's limit
 /// (the engine is created after the sandbox hides /proc, so it cannot be measured).
 pub(crate) const SPAWNED_ENGINE_ALLOWANCE: u64 = 128 * 1024 * 1024;
@@ -75,7 +74,9 @@ pub fn report_panics(channel: Option<std::os::fd::RawFd>) {
         match channel {
             Some(fd) => {
                 let outcome = protocol::WorkerOutcome::Internal(text);
-                if let Ok(frame) = protocol::frame::encode(&protocol::WorkerToHost::Finished { outcome, console_dropped_bytes: 0 }) {
+                if let Ok(frame) =
+                    protocol::frame::encode(&protocol::WorkerToHost::Finished { outcome, console_dropped_bytes: 0 })
+                {
                     // SAFETY: the channel descriptor stays open for the process's life;
                     // the borrow ends before the process does.
                     let fd = unsafe { std::os::fd::BorrowedFd::borrow_raw(fd) };
@@ -117,7 +118,11 @@ pub fn report_aborts(channel: std::os::fd::RawFd) {
         }
         exit_as(WorkerExit::Aborted)
     }
-    let report = protocol::frame::encode(&protocol::WorkerToHost::Finished { outcome: protocol::WorkerOutcome::MemoryLimit, console_dropped_bytes: 0 }).unwrap_or_default();
+    let report = protocol::frame::encode(&protocol::WorkerToHost::Finished {
+        outcome: protocol::WorkerOutcome::MemoryLimit,
+        console_dropped_bytes: 0,
+    })
+    .unwrap_or_default();
     let _ = ABORT_REPORT.set(report);
     ABORT_CHANNEL.store(channel, std::sync::atomic::Ordering::Release);
     let handler = on_abort as extern "C" fn(c_int) as libc::sighandler_t;
@@ -146,7 +151,8 @@ pub fn die_with_host(host_pid: i32) {
 pub(crate) fn fork_and_mirror() {
     // SAFETY: a raw clone(2) without a new stack behaves like fork(2); the launcher is
     // single-threaded.
-    let pid = unsafe { libc::syscall(libc::SYS_clone, SPAWNED_CLONE_FLAGS as libc::c_ulong, 0usize, 0usize, 0usize, 0usize) };
+    let pid =
+        unsafe { libc::syscall(libc::SYS_clone, SPAWNED_CLONE_FLAGS as libc::c_ulong, 0usize, 0usize, 0usize, 0usize) };
     match pid {
         -1 => fail(&format!("clone failed: {}", std::io::Error::last_os_error())),
         0 => {}
@@ -176,9 +182,12 @@ pub(crate) fn fork_and_mirror() {
 /// The spawn path: this process was started for one program, with its channel.
 pub fn run_spawned(channel: OwnedFd, host_pid: i32, options: &SandboxOptions) -> ! {
     die_with_host(host_pid);
-    let base = memory::current_data_bytes().unwrap_or_else(|e| fail(&format!("cannot measure memory: {e}"))) + SPAWNED_ENGINE_ALLOWANCE;
+    let base = memory::current_data_bytes().unwrap_or_else(|e| fail(&format!("cannot measure memory: {e}")))
+        + SPAWNED_ENGINE_ALLOWANCE;
     let fd = channel.as_raw_fd();
-    let policy = sandbox::enter_template(&[fd], options, engine::ENGINE_GENERATES_CODE, Environment::EngineSwitchesOnly).unwrap_or_else(|e| fail(&e.to_string()));
+    let policy =
+        sandbox::enter_template(&[fd], options, engine::ENGINE_GENERATES_CODE, Environment::EngineSwitchesOnly)
+            .unwrap_or_else(|e| fail(&e.to_string()));
     fork_and_mirror();
     if let Err(e) = sandbox::enter_worker(&policy, &[fd], fd) {
         fail(&e.to_string());
@@ -222,11 +231,15 @@ pub fn exec_payload(path: &std::path::Path, args: &[String], host_pid: i32, opti
     }
     // SAFETY: the payload contract says the symbol has this signature.
     let entry: PayloadEntry = unsafe { std::mem::transmute::<*mut libc::c_void, PayloadEntry>(symbol) };
-    let c_args: Vec<CString> = std::iter::once(path.clone()).chain(args.iter().cloned()).map(|a| CString::new(a).unwrap_or_default()).collect();
+    let c_args: Vec<CString> = std::iter::once(path.clone())
+        .chain(args.iter().cloned())
+        .map(|a| CString::new(a).unwrap_or_default())
+        .collect();
     let mut argv: Vec<*const c_char> = c_args.iter().map(|a| a.as_ptr()).collect();
     argv.push(std::ptr::null());
 
-    let policy = sandbox::enter_template(&[1, 2], options, false, Environment::Empty).unwrap_or_else(|e| fail(&e.to_string()));
+    let policy =
+        sandbox::enter_template(&[1, 2], options, false, Environment::Empty).unwrap_or_else(|e| fail(&e.to_string()));
     fork_and_mirror();
     if let Err(e) = sandbox::enter_worker(&policy, &[1, 2], -1) {
         fail(&e.to_string());
@@ -245,7 +258,8 @@ pub fn exec_payload(path: &std::path::Path, args: &[String], host_pid: i32, opti
 pub fn probe() -> ! {
     let release = nix::sys::utsname::uname().map(|u| u.release().to_string_lossy().into_owned()).unwrap_or_default();
     // SAFETY: landlock_create_ruleset(NULL, 0, VERSION) only returns the ABI version.
-    let landlock_abi = unsafe { libc::syscall(libc::SYS_landlock_create_ruleset, std::ptr::null::<u8>(), 0usize, 1u32) };
+    let landlock_abi =
+        unsafe { libc::syscall(libc::SYS_landlock_create_ruleset, std::ptr::null::<u8>(), 0usize, 1u32) };
     // SAFETY: PR_GET_SECCOMP takes no arguments.
     let seccomp_mode = unsafe { libc::prctl(libc::PR_GET_SECCOMP, 0, 0, 0, 0) };
     let cgroup = if std::path::Path::new("/sys/fs/cgroup/cgroup.controllers").exists() {
@@ -270,20 +284,24 @@ pub fn probe() -> ! {
             drop(read_end);
             let fd = write_end.as_raw_fd();
             let options = SandboxOptions::new(protocol::worker::SandboxMode::AllowWeaker);
-            let tried = match sandbox::enter_template(&[fd], &options, engine::ENGINE_GENERATES_CODE, Environment::Empty) {
-                Ok(policy) => {
-                    let mut missing = policy.missing.clone();
-                    if let Err(e) = sandbox::enter_worker(&policy, &[fd], -1) {
-                        missing.push(protocol::worker::MissingLayer { layer: e.layer, reason: e.reason });
+            let tried =
+                match sandbox::enter_template(&[fd], &options, engine::ENGINE_GENERATES_CODE, Environment::Empty) {
+                    Ok(policy) => {
+                        let mut missing = policy.missing.clone();
+                        if let Err(e) = sandbox::enter_worker(&policy, &[fd], -1) {
+                            missing.push(protocol::worker::MissingLayer { layer: e.layer, reason: e.reason });
+                        }
+                        match sandbox::lock_worker(&policy, &rlimits::worker_rlimits(1 << 30, 10)) {
+                            Ok(more) => missing.extend(more),
+                            Err(e) => missing.push(protocol::worker::MissingLayer { layer: e.layer, reason: e.reason }),
+                        }
+                        Tried { missing, outside_uid: policy.outside_uid }
                     }
-                    match sandbox::lock_worker(&policy, &rlimits::worker_rlimits(1 << 30, 10)) {
-                        Ok(more) => missing.extend(more),
-                        Err(e) => missing.push(protocol::worker::MissingLayer { layer: e.layer, reason: e.reason }),
-                    }
-                    Tried { missing, outside_uid: policy.outside_uid }
-                }
-                Err(e) => Tried { missing: vec![protocol::worker::MissingLayer { layer: e.layer, reason: e.reason }], outside_uid: None },
-            };
+                    Err(e) => Tried {
+                        missing: vec![protocol::worker::MissingLayer { layer: e.layer, reason: e.reason }],
+                        outside_uid: None,
+                    },
+                };
             let text = serde_json::to_string(&tried).unwrap_or_default();
             let _ = nix::unistd::write(&write_end, text.as_bytes());
             exit_now(0)
@@ -293,7 +311,8 @@ pub fn probe() -> ! {
             let mut text = String::new();
             let _ = std::io::Read::read_to_string(&mut std::fs::File::from(read_end), &mut text);
             let _ = nix::sys::wait::waitpid(child, None);
-            let tried: Tried = serde_json::from_str(&text).unwrap_or_else(|e| fail(&format!("the probe's child reported nothing readable: {e}")));
+            let tried: Tried = serde_json::from_str(&text)
+                .unwrap_or_else(|e| fail(&format!("the probe's child reported nothing readable: {e}")));
             let report = protocol::worker::ProbeReport {
                 engine: engine::ENGINE,
                 kernel: release,
@@ -302,6 +321,8 @@ pub fn probe() -> ! {
                 cgroup: cgroup.into(),
                 outside_uid: tried.outside_uid,
                 missing: tried.missing,
+                rlimits: rlimits::report(&rlimits::worker_rlimits(1 << 30, 10)),
+                seccomp: sandbox::seccomp::report(&sandbox::seccomp::worker_table(engine::ENGINE_GENERATES_CODE)),
             };
             println!("{}", serde_json::to_string(&report).unwrap_or_default());
             exit_now(0)
@@ -351,7 +372,10 @@ mod tests {
         assert_eq!(code, WorkerExit::Panicked.code());
         match sent {
             Some(WorkerToHost::Finished { outcome: WorkerOutcome::Internal(text), .. }) => {
-                assert!(text.starts_with("the worker failed: a bug on purpose at sandbox-worker/src/lib.rs:"), "{text}");
+                assert!(
+                    text.starts_with("the worker failed: a bug on purpose at sandbox-worker/src/lib.rs:"),
+                    "{text}"
+                );
                 assert!(text.ends_with("(a bug in codemode, not in the program)"), "{text}");
             }
             other => panic!("expected an internal outcome, got {other:?}"),

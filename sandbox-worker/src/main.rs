@@ -52,22 +52,28 @@ fn main() {
         fail("this sandbox-worker was built with the insecure-test-switches feature and only runs escape-suite payloads (exec); build it without the feature to run programs");
     }
     match command {
-        WorkerCommand::Template { control_fd, host_pid, sandbox } => template::serve(inherited_fd(control_fd), host_pid, &SandboxOptions::new(sandbox)),
-        WorkerCommand::Run { channel_fd, host_pid, sandbox } => run_spawned(inherited_fd(channel_fd), host_pid, &SandboxOptions::new(sandbox)),
+        WorkerCommand::Template { control_fd, host_pid, sandbox } => {
+            template::serve(inherited_fd(control_fd), host_pid, &SandboxOptions::new(sandbox))
+        }
+        WorkerCommand::Run { channel_fd, host_pid, sandbox } => {
+            run_spawned(inherited_fd(channel_fd), host_pid, &SandboxOptions::new(sandbox))
+        }
         WorkerCommand::Exec { host_pid, sandbox, payload, args, skip_layers } => {
             if !skip_layers.is_empty() && !TEST_SWITCHES {
                 fail("--skip-layer exists only in a worker built with the insecure-test-switches feature (the escape suite's test build)");
             }
             exec_payload(&payload, &args, host_pid, &SandboxOptions { mode: sandbox, skip: skip_layers })
         }
-        WorkerCommand::Plugin { dir, name, host_pid, sandbox, memory_mib, cpu_step_ms } => plugin::run(plugin::PluginOptions {
-            dir,
-            name,
-            host_pid,
-            sandbox: SandboxOptions::new(sandbox),
-            memory_bytes: memory_mib << 20,
-            cpu_step: std::time::Duration::from_millis(cpu_step_ms),
-        }),
+        WorkerCommand::Plugin { dir, name, host_pid, sandbox, memory_mib, cpu_step_ms } => {
+            plugin::run(plugin::PluginOptions {
+                dir,
+                name,
+                host_pid,
+                sandbox: SandboxOptions::new(sandbox),
+                memory_bytes: memory_mib << 20,
+                cpu_step: std::time::Duration::from_millis(cpu_step_ms),
+            })
+        }
         WorkerCommand::Probe => probe(),
         WorkerCommand::Info => println!("{}", serde_json::json!({ "engine": ENGINE })),
     }

@@ -73,9 +73,10 @@ pub fn current_data_bytes() -> std::io::Result<u64> {
 /// The `RLIMIT_DATA` value for a program: what the process used before the program,
 /// plus the heap limit, plus headroom.
 pub fn os_backstop_bytes(base_data_bytes: u64, heap_limit_bytes: u64) -> u64 {
-    base_data_bytes.saturating_add(heap_limit_bytes.saturating_add(heap_limit_bytes / 2)).saturating_add(OS_HEADROOM_BYTES)
+    base_data_bytes
+        .saturating_add(heap_limit_bytes.saturating_add(heap_limit_bytes / 2))
+        .saturating_add(OS_HEADROOM_BYTES)
 }
-
 
 #[cfg(test)]
 mod tests {

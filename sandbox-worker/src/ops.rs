@@ -232,7 +232,11 @@ pub async fn op_codemode_tool_call(
     #[string] tool: String,
     #[string] input: String,
 ) -> Result<String, JsErrorBox> {
-    let link = state.borrow().try_borrow::<Rc<HostLink>>().cloned().ok_or_else(|| JsErrorBox::generic("tools are not available"))?;
+    let link = state
+        .borrow()
+        .try_borrow::<Rc<HostLink>>()
+        .cloned()
+        .ok_or_else(|| JsErrorBox::generic("tools are not available"))?;
     let cost = json_cost(&input);
     link.reserve(&plugin, &tool, cost).map_err(JsErrorBox::range_error)?;
     let input = match RawValue::from_string(input) {

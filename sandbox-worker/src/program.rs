@@ -38,7 +38,13 @@ use crate::step_clock::StepClock;
 ///
 /// `base_data_bytes` is the process's data segment before the program (for the OS
 /// memory backstop).
-pub fn run(engine: &mut Engine, channel: WorkerChannel, start: StartProgram, base_data_bytes: u64, policy: &WorkerPolicy) -> ! {
+pub fn run(
+    engine: &mut Engine,
+    channel: WorkerChannel,
+    start: StartProgram,
+    base_data_bytes: u64,
+    policy: &WorkerPolicy,
+) -> ! {
     crate::report_panics(Some(channel.raw_fd()));
     crate::report_aborts(channel.raw_fd());
     let limits = start.limits;
@@ -70,9 +76,15 @@ pub fn run(engine: &mut Engine, channel: WorkerChannel, start: StartProgram, bas
         Ok(compiled) => compiled,
         Err(CompileError::Threw(failure)) => finish(&link, WorkerOutcome::Threw(failure)),
         Err(CompileError::OutOfMemory) => finish(&link, WorkerOutcome::MemoryLimit),
-        Err(CompileError::Terminated) => finish(&link, limit_outcome(&memory_trip, &clock).unwrap_or(WorkerOutcome::CpuLimit)),
+        Err(CompileError::Terminated) => {
+            finish(&link, limit_outcome(&memory_trip, &clock).unwrap_or(WorkerOutcome::CpuLimit))
+        }
     };
-    let spec = ProgramSpec { catalog: start.catalog, expression: form == ProgramForm::Expression, line1_prefix: form.line1_prefix() };
+    let spec = ProgramSpec {
+        catalog: start.catalog,
+        expression: form == ProgramForm::Expression,
+        line1_prefix: form.line1_prefix(),
+    };
     let (done, reported) = futures::channel::oneshot::channel();
     {
         let state = engine.runtime.op_state();
@@ -120,7 +132,9 @@ thread_local! {
 /// limit; each answer starts a new step.
 fn event_loop(clock: &Arc<StepClock>, busy_poll: Duration) -> std::io::Result<tokio::runtime::Runtime> {
     let clock = Arc::clone(clock);
-    tokio::runtime::Builder::new_current_thread().on_thread_park(move || WAITING_LINK.with(|l| wait_for_answer(l.borrow().as_deref(), &clock, busy_poll))).build()
+    tokio::runtime::Builder::new_current_thread()
+        .on_thread_park(move || WAITING_LINK.with(|l| wait_for_answer(l.borrow().as_deref(), &clock, busy_poll)))
+        .build()
 }
 
 fn wait_for_answer(link: Option<&HostLink>, clock: &StepClock, busy_poll: Duration) {
@@ -158,24 +172,37 @@ fn limit_outcome(memory: &MemoryTrip, clock: &StepClock) -> Option<WorkerOutcome
 
 /// Decides the outcome. Limits win over whatever error their termination caused; then
 /// what the program threw; then a promise it left rejected; then its value.
-fn classify(result: Result<(), CoreError>, finishing: Option<Finishing>, memory: &MemoryTrip, clock: &StepClock, result_bytes: u64, form: ProgramForm) -> WorkerOutcome {
+fn classify(
+    result: Result<(), CoreError>,
+    finishing: Option<Finishing>,
+    memory: &MemoryTrip,
+    clock: &StepClock,
+    result_bytes: u64,
+    form: ProgramForm,
+) -> WorkerOutcome {
     if let Some(limit) = limit_outcome(memory, clock) {
         return limit;
     }
     let Finishing { finish, unhandled, .. } = finishing.unwrap_or_default();
     match (finish, unhandled) {
-        (Some(Finish::Threw(failure)), _) | (_, Some(failure)) if is_out_of_memory_failure(&failure) => WorkerOutcome::MemoryLimit,
+        (Some(Finish::Threw(failure)), _) | (_, Some(failure)) if is_out_of_memory_failure(&failure) => {
+            WorkerOutcome::MemoryLimit
+        }
         (Some(Finish::Threw(failure)), _) => WorkerOutcome::Threw(failure),
         (_, Some(failure)) => WorkerOutcome::Threw(failure),
         (Some(Finish::Undefined), None) => WorkerOutcome::ReturnedUndefined,
         (Some(Finish::Unserializable(message)), None) => WorkerOutcome::Unserializable(message),
-        (Some(Finish::Json(text)), None) if text.len() as u64 > result_bytes => WorkerOutcome::ResultTooLarge { bytes: text.len() as u64 },
+        (Some(Finish::Json(text)), None) if text.len() as u64 > result_bytes => {
+            WorkerOutcome::ResultTooLarge { bytes: text.len() as u64 }
+        }
         (Some(Finish::Json(text)), None) => match RawValue::from_string(text) {
             Ok(raw) => WorkerOutcome::Returned(raw),
             Err(e) => WorkerOutcome::Unserializable(format!("the returned value produced invalid JSON: {e}")),
         },
         (None, None) => match result {
-            Ok(()) => WorkerOutcome::Internal("the program's driver finished without reporting how the program ended".into()),
+            Ok(()) => {
+                WorkerOutcome::Internal("the program's driver finished without reporting how the program ended".into())
+            }
             Err(error) => match error.0.as_ref() {
                 CoreErrorKind::PendingPromiseResolution => WorkerOutcome::Stuck,
                 CoreErrorKind::Js(js) if is_out_of_memory(js) => WorkerOutcome::MemoryLimit,

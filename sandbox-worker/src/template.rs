@@ -26,21 +26,31 @@ pub fn serve(control: OwnedFd, host_pid: i32, options: &SandboxOptions) -> ! {
     // Collect garbage once now, so that a forked worker starts with a compact heap and
     // does not begin its life with a collection that touches (and so copies) every page.
     engine.runtime.v8_isolate().low_memory_notification();
-    let base_data_bytes = memory::current_data_bytes().unwrap_or_else(|e| fail_to_host(&control, &format!("cannot measure memory: {e}")));
+    let base_data_bytes =
+        memory::current_data_bytes().unwrap_or_else(|e| fail_to_host(&control, &format!("cannot measure memory: {e}")));
     match thread_count() {
         Ok(1) => {}
-        Ok(n) => fail_to_host(&control, &format!("the template has {n} threads after initialising the engine; forking it is unsafe")),
+        Ok(n) => fail_to_host(
+            &control,
+            &format!("the template has {n} threads after initialising the engine; forking it is unsafe"),
+        ),
         Err(e) => fail_to_host(&control, &format!("cannot count the template's threads: {e}")),
     }
-    let policy = sandbox::enter_template(&[control.as_raw_fd()], options, ENGINE_GENERATES_CODE, sandbox::Environment::Empty).unwrap_or_else(|e| fail_to_host(&control, &e.to_string()));
+    let policy =
+        sandbox::enter_template(&[control.as_raw_fd()], options, ENGINE_GENERATES_CODE, sandbox::Environment::Empty)
+            .unwrap_or_else(|e| fail_to_host(&control, &e.to_string()));
     let missing_layers = policy.missing.clone();
     if send_control(control.as_fd(), &TemplateReply::Ready { engine: ENGINE, missing_layers }, None).is_err() {
         crate::exit_as(protocol::worker::WorkerExit::HostGone);
     }
     loop {
         let reply = match recv_control::<TemplateRequest>(control.as_fd()) {
-            Ok((TemplateRequest::Fork, Some(channel))) => fork_worker(&mut engine, &policy, &control, channel, base_data_bytes),
-            Ok((TemplateRequest::Fork, None)) => TemplateReply::Refused { reason: "a fork request must carry the worker's channel".into() },
+            Ok((TemplateRequest::Fork, Some(channel))) => {
+                fork_worker(&mut engine, &policy, &control, channel, base_data_bytes)
+            }
+            Ok((TemplateRequest::Fork, None)) => {
+                TemplateReply::Refused { reason: "a fork request must carry the worker's channel".into() }
+            }
             Err(FrameError::Closed) => crate::exit_now(0),
             Err(FrameError::Io(e)) => fail(&format!("the control channel failed: {e}")),
             Err(e) => TemplateReply::Refused { reason: e.to_string() },
@@ -58,12 +68,19 @@ fn fail_to_host(control: &OwnedFd, reason: &str) -> ! {
 }
 
 /// Forks one worker that runs the program arriving on `channel`.
-fn fork_worker(engine: &mut Engine, policy: &WorkerPolicy, control: &OwnedFd, channel: OwnedFd, base_data_bytes: u64) -> TemplateReply {
+fn fork_worker(
+    engine: &mut Engine,
+    policy: &WorkerPolicy,
+    control: &OwnedFd,
+    channel: OwnedFd,
+    base_data_bytes: u64,
+) -> TemplateReply {
     // SAFETY: a raw clone(2) without a new stack behaves like fork(2); CLONE_PARENT
     // makes the child the host's, CLONE_NEWPID gives it a pid namespace of its own.
     // The template is single-threaded (checked in `serve`), so no lock is held by a
     // thread that would not exist in the child.
-    let pid = unsafe { libc::syscall(libc::SYS_clone, WORKER_CLONE_FLAGS as libc::c_ulong, 0usize, 0usize, 0usize, 0usize) };
+    let pid =
+        unsafe { libc::syscall(libc::SYS_clone, WORKER_CLONE_FLAGS as libc::c_ulong, 0usize, 0usize, 0usize, 0usize) };
     match pid {
         -1 => TemplateReply::Refused { reason: format!("clone failed: {}", std::io::Error::last_os_error()) },
         0 => {

@@ -29,8 +29,8 @@ use tokio::sync::Mutex;
 use tokio_util::sync::CancellationToken;
 
 use super::backoff::Backoff;
-use super::process::{log_stderr, plugin_command, PluginError, StderrTail};
-use crate::catalog::{ToolDefinition, ToolResult};
+use super::process::{drain_stderr, plugin_command, PluginError, StderrTail};
+use crate::tool::{ToolDefinition, ToolResult};
 
 /// Where the server is.
 #[derive(Debug, Clone)]
@@ -173,7 +173,10 @@ impl McpPlugin {
         let delay = self.retry_in();
         if !delay.is_zero() {
             if !wait {
-                return Err(PluginError::Start { plugin: self.config.name.clone(), reason: format!("it failed recently and is tried again in {:.1} s", delay.as_secs_f64()) });
+                return Err(PluginError::Start {
+                    plugin: self.config.name.clone(),
+                    reason: format!("it failed recently and is tried again in {:.1} s", delay.as_secs_f64()),
+                });
             }
             tokio::time::sleep(delay).await;
         }
@@ -198,22 +201,38 @@ impl McpPlugin {
                 let (transport, stderr) = TokioChildProcess::builder(cmd)
                     .stderr(std::process::Stdio::piped())
                     .spawn()
-                    .map_err(|e| PluginError::Start { plugin: self.config.name.clone(), reason: format!("{}: {e}", command.display()) })?;
+                    .map_err(|e| PluginError::Start {
+                        plugin: self.config.name.clone(),
+                        reason: format!("{}: {e}", command.display()),
+                    })?;
                 if let Some(stderr) = stderr {
-                    tokio::spawn(log_stderr(self.config.name.clone(), stderr, self.stderr_tail.clone()));
+                    drain_stderr(self.config.name.clone(), stderr, self.stderr_tail.clone());
                 }
                 tokio::time::timeout(SETUP_TIMEOUT, events.serve(transport)).await
             }
             McpTransport::Http { url } => {
-                let client = http_client().map_err(|e| PluginError::Start { plugin: self.config.name.clone(), reason: format!("cannot make an HTTP client for {url}: {}", with_causes(&e)) })?;
-                let transport = StreamableHttpClientTransport::with_client(client, StreamableHttpClientTransportConfig::with_uri(url.as_str()));
+                let client = http_client().map_err(|e| PluginError::Start {
+                    plugin: self.config.name.clone(),
+                    reason: format!("cannot make an HTTP client for {url}: {}", with_causes(&e)),
+                })?;
+                let transport = StreamableHttpClientTransport::with_client(
+                    client,
+                    StreamableHttpClientTransportConfig::with_uri(url.as_str()),
+                );
                 tokio::time::timeout(SETUP_TIMEOUT, events.serve(transport)).await
             }
         };
         match session {
             Ok(Ok(s)) => Ok(Arc::new(s)),
-            Ok(Err(e)) => Err(PluginError::Start { plugin: self.config.name.clone(), reason: format!("the MCP handshake failed: {}", with_causes(&e)) }),
-            Err(_) => Err(PluginError::Timeout { plugin: self.config.name.clone(), method: "initialize".into(), seconds: SETUP_TIMEOUT.as_secs_f64() }),
+            Ok(Err(e)) => Err(PluginError::Start {
+                plugin: self.config.name.clone(),
+                reason: format!("the MCP handshake failed: {}", with_causes(&e)),
+            }),
+            Err(_) => Err(PluginError::Timeout {
+                plugin: self.config.name.clone(),
+                method: "initialize".into(),
+                seconds: SETUP_TIMEOUT.as_secs_f64(),
+            }),
         }
     }
 
@@ -223,11 +242,19 @@ impl McpPlugin {
         let session = self.connected(wait).await?;
         let tools = tokio::time::timeout(SETUP_TIMEOUT, session.list_all_tools())
             .await
-            .map_err(|_| PluginError::Timeout { plugin: self.config.name.clone(), method: "tools/list".into(), seconds: SETUP_TIMEOUT.as_secs_f64() })?
+            .map_err(|_| PluginError::Timeout {
+                plugin: self.config.name.clone(),
+                method: "tools/list".into(),
+                seconds: SETUP_TIMEOUT.as_secs_f64(),
+            })?
             .map_err(|e| self.gone(format!("tools/list failed: {e}")))?;
         tools
             .into_iter()
-            .map(|t| serde_json::to_value(t).and_then(serde_json::from_value::<ToolDefinition>).map_err(|e| self.gone(format!("it listed a tool this host cannot read: {e}"))))
+            .map(|t| {
+                serde_json::to_value(t)
+                    .and_then(serde_json::from_value::<ToolDefinition>)
+                    .map_err(|e| self.gone(format!("it listed a tool this host cannot read: {e}")))
+            })
             .collect()
     }
 
@@ -252,9 +279,9 @@ impl McpPlugin {
             () = cancel.cancelled() => return ToolResult::error("the call was cancelled"),
         };
         match result {
-            Ok(r) => serde_json::to_value(r)
-                .and_then(serde_json::from_value::<ToolResult>)
-                .unwrap_or_else(|e| ToolResult::error(format!("plugin {} returned a result this host cannot read: {e}", self.config.name))),
+            Ok(r) => serde_json::to_value(r).and_then(serde_json::from_value::<ToolResult>).unwrap_or_else(|e| {
+                ToolResult::error(format!("plugin {} returned a result this host cannot read: {e}", self.config.name))
+            }),
             Err(e) => {
                 if session.is_closed() {
                     *self.session.lock().await = None;

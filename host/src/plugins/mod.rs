@@ -23,8 +23,8 @@ use std::time::Duration;
 use futures::future::BoxFuture;
 use serde_json::Value;
 
-use crate::catalog::{CallContext, Catalog, Recover, Tool, ToolDefinition, ToolHandler, ToolResult};
 use crate::executor::Executor;
+use crate::tool::{CallContext, Catalog, Recover, Tool, ToolDefinition, ToolHandler, ToolResult};
 use mcp::McpPlugin;
 use process::{PluginError, ProcessPlugin};
 
@@ -149,13 +149,25 @@ impl PluginHost {
         let explain = |e: &PluginError, tail: &process::StderrTail| tail.explain(e);
         let process = futures::future::join_all(self.process.iter().map(|p| async move {
             let listed = p.list_tools(false).await.map(|defs| {
-                defs.into_iter().map(|d| (Arc::new(ProcessTool { plugin: Arc::clone(p), tool: d.name.clone() }) as Arc<dyn ToolHandler>, d)).collect()
+                defs.into_iter()
+                    .map(|d| {
+                        (
+                            Arc::new(ProcessTool { plugin: Arc::clone(p), tool: d.name.clone() })
+                                as Arc<dyn ToolHandler>,
+                            d,
+                        )
+                    })
+                    .collect()
             });
             (p.name().to_string(), listed.map_err(|e| explain(&e, p.stderr_tail())))
         }));
         let mcp = futures::future::join_all(self.mcp.iter().map(|p| async move {
             let listed = p.list_tools(false).await.map(|defs| {
-                defs.into_iter().map(|d| (Arc::new(McpTool { plugin: Arc::clone(p), tool: d.name.clone() }) as Arc<dyn ToolHandler>, d)).collect()
+                defs.into_iter()
+                    .map(|d| {
+                        (Arc::new(McpTool { plugin: Arc::clone(p), tool: d.name.clone() }) as Arc<dyn ToolHandler>, d)
+                    })
+                    .collect()
             });
             (p.name().to_string(), listed.map_err(|e| explain(&e, p.stderr_tail())))
         }));
@@ -173,11 +185,16 @@ impl PluginHost {
                 Ok(tools) => {
                     let approve = self.approvals.get(&plugin);
                     // A mistyped name would leave a tool running without approval: say so.
-                    for name in approve.into_iter().flatten().filter(|n| *n != "*" && !tools.iter().any(|(_, d)| d.name == **n)) {
+                    for name in
+                        approve.into_iter().flatten().filter(|n| *n != "*" && !tools.iter().any(|(_, d)| d.name == **n))
+                    {
                         let have: Vec<&str> = tools.iter().map(|(_, d)| d.name.as_str()).collect();
                         problems.push(LoadProblem {
                             plugin: plugin.clone(),
-                            reason: format!("require_approval names {name}, which this plugin does not have (its tools: {})", have.join(", ")),
+                            reason: format!(
+                                "require_approval names {name}, which this plugin does not have (its tools: {})",
+                                have.join(", ")
+                            ),
                             unavailable: false,
                         });
                     }
@@ -186,7 +203,11 @@ impl PluginHost {
                             definition.requires_approval = true;
                         }
                         if let Err(e) = catalog.add(&plugin, Tool::new(definition, handler)) {
-                            problems.push(LoadProblem { plugin: plugin.clone(), reason: e.to_string(), unavailable: false });
+                            problems.push(LoadProblem {
+                                plugin: plugin.clone(),
+                                reason: e.to_string(),
+                                unavailable: false,
+                            });
                         }
                     }
                 }
@@ -233,9 +254,10 @@ impl PluginHost {
             let mut pause = FIRST_BACKGROUND_RETRY;
             loop {
                 let Some(strong) = host.upgrade() else { return };
-                let unavailable: Vec<String> = strong.executor.lock().ok().and_then(|e| e.upgrade()).map_or_else(Vec::new, |ex| {
-                    ex.catalog().unavailable_plugins().map(|(p, _)| p.to_string()).collect()
-                });
+                let unavailable: Vec<String> =
+                    strong.executor.lock().ok().and_then(|e| e.upgrade()).map_or_else(Vec::new, |ex| {
+                        ex.catalog().unavailable_plugins().map(|(p, _)| p.to_string()).collect()
+                    });
                 if unavailable.is_empty() {
                     pause = FIRST_BACKGROUND_RETRY;
                 } else if unavailable.iter().any(|p| strong.retry_in(p).is_zero()) {

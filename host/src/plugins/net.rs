@@ -13,9 +13,8 @@ use std::time::Duration;
 use base64::Engine as _;
 use futures::StreamExt;
 use protocol::manifest::HostEntry;
+use protocol::plugin::{FetchParams, FetchResult};
 use reqwest::Url;
-use serde::Deserialize;
-use serde_json::{json, Value};
 
 /// The largest response body handed to a plugin.
 pub const MAX_BODY_BYTES: usize = 8 * 1024 * 1024;
@@ -74,7 +73,11 @@ impl Drop for Reservation {
 fn entry_matches(entry: &HostEntry, host: &str, port: u16, default_port: u16) -> bool {
     // `*.` names subdomains: an IP address (`10.0.0.1` ends in `.0.0.1`) never matches one.
     let is_ip = host.parse::<std::net::IpAddr>().is_ok();
-    let host_ok = if entry.subdomains { !is_ip && host.strip_suffix(&entry.host).is_some_and(|rest| rest.ends_with('.')) } else { host == entry.host };
+    let host_ok = if entry.subdomains {
+        !is_ip && host.strip_suffix(&entry.host).is_some_and(|rest| rest.ends_with('.'))
+    } else {
+        host == entry.host
+    };
     host_ok && port == entry.port.unwrap_or(default_port)
 }
 
@@ -90,22 +93,6 @@ pub struct NetAccess {
     client: std::sync::OnceLock<reqwest::Client>,
     in_flight: tokio::sync::Semaphore,
     budget: Arc<FetchBudget>,
-}
-
-/// The `host/fetch` request's parameters.
-#[derive(Debug, Deserialize)]
-struct FetchRequest {
-    url: String,
-    #[serde(default = "get")]
-    method: String,
-    #[serde(default)]
-    headers: Vec<(String, String)>,
-    #[serde(default)]
-    body: Option<String>,
-}
-
-fn get() -> String {
-    "GET".into()
 }
 
 impl NetAccess {
@@ -144,20 +131,21 @@ impl NetAccess {
         ))
     }
 
-    /// Performs a `host/fetch` request and builds its answer:
-    /// `{ status, statusText, url, headers: [[name, value]], body | bodyBase64 }`, with
-    /// the bytes it holds of the plugin's budget (give them back once it is written).
-    pub async fn fetch(&self, params: Value) -> Result<(Value, Reservation), String> {
-        let request: FetchRequest = serde_json::from_value(params).map_err(|e| format!("api.net.fetch: invalid request: {e}"))?;
-        let url = Url::parse(&request.url).map_err(|e| format!("api.net.fetch: {:?} is not a URL: {e}", request.url))?;
+    /// Performs a `host/fetch` request and builds its answer, with the bytes it holds of
+    /// the plugin's budget (give them back once it is written).
+    pub async fn fetch(&self, request: FetchParams) -> Result<(FetchResult, Reservation), String> {
+        let url =
+            Url::parse(&request.url).map_err(|e| format!("api.net.fetch: {:?} is not a URL: {e}", request.url))?;
         self.allows(&url)?;
-        let method = reqwest::Method::from_bytes(request.method.as_bytes()).map_err(|_| format!("api.net.fetch: {:?} is not an HTTP method", request.method))?;
+        let method = reqwest::Method::from_bytes(request.method.as_bytes())
+            .map_err(|_| format!("api.net.fetch: {:?} is not an HTTP method", request.method))?;
         // Held from now until the answer is written: a plugin cannot queue more than the
         // budget, however many requests it sends.
         let mut held = Reservation { budget: Arc::clone(&self.budget), bytes: 0 };
         let body_bytes = request.body.as_ref().map_or(0, |b| b.len() as u64);
         self.budget.take(&mut held, body_bytes + REQUEST_OVERHEAD_BYTES).map_err(|used| self.over_budget(used))?;
-        let _slot = self.in_flight.acquire().await.map_err(|_| "api.net.fetch: the host is shutting down".to_string())?;
+        let _slot =
+            self.in_flight.acquire().await.map_err(|_| "api.net.fetch: the host is shutting down".to_string())?;
         let client = match self.client.get() {
             Some(c) => c.clone(),
             None => {
@@ -178,23 +166,36 @@ impl NetAccess {
         let response = builder.send().await.map_err(|e| describe(&url, &e))?;
         let status = response.status();
         let final_url = response.url().to_string();
-        let headers: Vec<(String, String)> =
-            response.headers().iter().map(|(k, v)| (k.to_string(), String::from_utf8_lossy(v.as_bytes()).into_owned())).collect();
+        let headers: Vec<(String, String)> = response
+            .headers()
+            .iter()
+            .map(|(k, v)| (k.to_string(), String::from_utf8_lossy(v.as_bytes()).into_owned()))
+            .collect();
         let mut body = Vec::new();
         let mut stream = response.bytes_stream();
         while let Some(chunk) = stream.next().await {
             let chunk = chunk.map_err(|e| describe(&url, &e))?;
             if body.len() + chunk.len() > MAX_BODY_BYTES {
-                return Err(format!("api.net.fetch: the response from {url} is larger than {} MiB", MAX_BODY_BYTES >> 20));
+                return Err(format!(
+                    "api.net.fetch: the response from {url} is larger than {} MiB",
+                    MAX_BODY_BYTES >> 20
+                ));
             }
             self.budget.take(&mut held, 3 * chunk.len() as u64).map_err(|used| self.over_budget(used))?;
             body.extend_from_slice(&chunk);
         }
-        let mut answer = json!({ "status": status.as_u16(), "statusText": status.canonical_reason().unwrap_or(""), "url": final_url, "headers": headers });
-        match String::from_utf8(body) {
-            Ok(text) => answer["body"] = Value::String(text),
-            Err(e) => answer["bodyBase64"] = Value::String(base64::engine::general_purpose::STANDARD.encode(e.into_bytes())),
-        }
+        let (body, body_base64) = match String::from_utf8(body) {
+            Ok(text) => (Some(text), None),
+            Err(e) => (None, Some(base64::engine::general_purpose::STANDARD.encode(e.into_bytes()))),
+        };
+        let answer = FetchResult {
+            status: status.as_u16(),
+            status_text: status.canonical_reason().unwrap_or("").into(),
+            url: final_url,
+            headers,
+            body,
+            body_base64,
+        };
         Ok((answer, held))
     }
 
@@ -226,7 +227,12 @@ impl NetAccess {
                 attempt.error(format!("a redirect to {to}, which is not in the plugin's permissions.net.hosts; add \"{shown}\" to allow it"))
             }
         });
-        reqwest::Client::builder().redirect(policy).timeout(self.timeout).no_proxy().build().map_err(|e| format!("api.net.fetch: cannot create the HTTP client: {e}"))
+        reqwest::Client::builder()
+            .redirect(policy)
+            .timeout(self.timeout)
+            .no_proxy()
+            .build()
+            .map_err(|e| format!("api.net.fetch: cannot create the HTTP client: {e}"))
     }
 }
 
@@ -314,7 +320,10 @@ mod tests {
             check(&a, "http://169.254.169.254/latest/meta-data").unwrap_err(),
             "api.net.fetch: plugin weather may not reach 169.254.169.254: its manifest.json allows only wttr.in; add \"169.254.169.254\" to permissions.net.hosts to allow it"
         );
-        assert_eq!(check(&a, "file:///etc/passwd").unwrap_err(), "api.net.fetch: file: URLs are not fetched; use http or https");
+        assert_eq!(
+            check(&a, "file:///etc/passwd").unwrap_err(),
+            "api.net.fetch: file: URLs are not fetched; use http or https"
+        );
         assert!(check(&access(&[]), "https://wttr.in/").unwrap_err().contains("allows only no hosts"));
     }
 }

@@ -18,7 +18,11 @@ use std::sync::{Arc, Mutex as StdMutex};
 use std::time::{Duration, Instant};
 
 use futures::StreamExt;
-use serde_json::{json, Value};
+use protocol::plugin::{
+    ApproveResult, CallContext, HostInfo, HostRequest, InitializeParams, Outgoing, PluginMessage, PluginNotification,
+    PluginRequest, RequestId, RpcError, ToolCallParams, ToolsListResult, PROTOCOL_VERSION,
+};
+use serde_json::Value;
 use tokio::io::AsyncWriteExt;
 use tokio::sync::{oneshot, Mutex};
 use tokio_util::codec::{FramedRead, LinesCodec, LinesCodecError};
@@ -26,7 +30,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::backoff::Backoff;
 use super::net::NetAccess;
-use crate::catalog::{ToolDefinition, ToolResult};
+use crate::tool::{ToolDefinition, ToolResult};
 
 /// The longest line a plugin may write (one JSON-RPC message).
 const MAX_LINE_BYTES: usize = 16 * 1024 * 1024;
@@ -139,13 +143,30 @@ pub struct ProcessPlugin {
 }
 
 /// The last lines a plugin wrote on standard error, for the reason it is unavailable.
-#[derive(Clone, Default)]
-pub struct StderrTail(Arc<StdMutex<std::collections::VecDeque<String>>>);
+#[derive(Clone)]
+pub struct StderrTail {
+    lines: Arc<StdMutex<std::collections::VecDeque<String>>>,
+    /// Readers of a process's stderr still running (see [`StderrTail::settle`]).
+    open: Arc<tokio::sync::watch::Sender<usize>>,
+}
+
+impl Default for StderrTail {
+    fn default() -> Self {
+        Self { lines: Arc::default(), open: Arc::new(tokio::sync::watch::channel(0).0) }
+    }
+}
 
 impl StderrTail {
+    /// Waits (at most `limit`) until every process's stderr was read to its end, so a
+    /// reason can quote what a plugin said on its way out.
+    pub async fn settle(&self, limit: Duration) {
+        let mut open = self.open.subscribe();
+        let _ = tokio::time::timeout(limit, open.wait_for(|n| *n == 0)).await;
+    }
+
     /// Keeps `line` (cut), dropping the oldest beyond [`STDERR_TAIL_LINES`].
     pub fn push(&self, line: &str) {
-        let mut lines = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        let mut lines = self.lines.lock().unwrap_or_else(|p| p.into_inner());
         if lines.len() == STDERR_TAIL_LINES {
             lines.pop_front();
         }
@@ -159,7 +180,7 @@ impl StderrTail {
     /// `reason`, followed by the kept lines when there are any.
     pub fn explain(&self, reason: impl std::fmt::Display) -> String {
         let reason = reason.to_string();
-        let lines = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        let lines = self.lines.lock().unwrap_or_else(|p| p.into_inner());
         if lines.is_empty() || reason.contains(STDERR_MARKER) {
             return reason;
         }
@@ -204,39 +225,60 @@ impl ProcessPlugin {
     /// after the rest of its backoff when `wait` is true; without `wait`, a plugin still
     /// backing off fails at once).
     pub async fn list_tools(self: &Arc<Self>, wait: bool) -> Result<Vec<ToolDefinition>, PluginError> {
-        let result = self.request_with("tools/list", json!({}), SETUP_TIMEOUT, None, wait).await?;
-        let tools = result.get("tools").cloned().unwrap_or(Value::Null);
-        serde_json::from_value(tools).map_err(|e| PluginError::Gone {
+        let result = self.request_with(HostRequest::ToolsList, SETUP_TIMEOUT, None, wait).await?;
+        serde_json::from_value::<ToolsListResult>(result).map(|r| r.tools).map_err(|e| PluginError::Gone {
             plugin: self.config.name.clone(),
-            reason: format!("tools/list answered something that is not {{ tools: [...] }}: {e}"),
+            reason: format!("tools/list answered something that is not {{ tools: [Tool] }}: {e}"),
         })
     }
 
     /// Calls a tool (`tool/call`). A plugin failure is a failed tool result, never a panic.
-    pub async fn call_tool(self: &Arc<Self>, tool: &str, input: Value, context: Value, cancel: CancellationToken) -> ToolResult {
-        let params = json!({ "name": tool, "input": input, "context": context });
-        match self.request("tool/call", params, self.config.call_timeout, Some(cancel)).await {
+    pub async fn call_tool(
+        self: &Arc<Self>,
+        tool: &str,
+        input: Value,
+        context: CallContext,
+        cancel: CancellationToken,
+    ) -> ToolResult {
+        let request = HostRequest::ToolCall(ToolCallParams { name: tool.to_string(), input, context });
+        match self.request(request, self.config.call_timeout, Some(cancel)).await {
             Ok(value) => serde_json::from_value::<ToolResult>(value.clone()).unwrap_or_else(|e| {
-                ToolResult::error(format!("plugin {} answered tool/call with something that is not a CallToolResult: {e}", self.config.name))
+                ToolResult::error(format!(
+                    "plugin {} answered tool/call with something that is not a CallToolResult: {e}",
+                    self.config.name
+                ))
             }),
-            Err(PluginError::Timeout { seconds, .. }) => ToolResult::error(format!("tool {}.{tool} timed out after {seconds} s", self.config.name)),
+            Err(PluginError::Timeout { seconds, .. }) => {
+                ToolResult::error(format!("tool {}.{tool} timed out after {seconds} s", self.config.name))
+            }
             Err(e) => ToolResult::error(e.to_string()),
         }
     }
 
     /// Sends a request and waits for its answer, its timeout or its cancellation.
-    async fn request(self: &Arc<Self>, method: &str, params: Value, timeout: Duration, cancel: Option<CancellationToken>) -> Result<Value, PluginError> {
-        self.request_with(method, params, timeout, cancel, true).await
+    async fn request(
+        self: &Arc<Self>,
+        request: HostRequest,
+        timeout: Duration,
+        cancel: Option<CancellationToken>,
+    ) -> Result<Value, PluginError> {
+        self.request_with(request, timeout, cancel, true).await
     }
 
     /// [`ProcessPlugin::request`]; `wait` says whether a start waits out the backoff.
-    async fn request_with(self: &Arc<Self>, method: &str, params: Value, timeout: Duration, cancel: Option<CancellationToken>, wait: bool) -> Result<Value, PluginError> {
+    async fn request_with(
+        self: &Arc<Self>,
+        request: HostRequest,
+        timeout: Duration,
+        cancel: Option<CancellationToken>,
+        wait: bool,
+    ) -> Result<Value, PluginError> {
+        let method = request.method();
         let connection = self.connected(wait).await?;
         let id = connection.next_id.fetch_add(1, Ordering::Relaxed);
         let (tx, rx) = oneshot::channel();
         connection.pending.lock().unwrap_or_else(|p| p.into_inner()).insert(id, tx);
-        let message = json!({ "jsonrpc": "2.0", "id": id, "method": method, "params": params });
-        if let Err(e) = self.write(&connection, &message).await {
+        if let Err(e) = self.write(&connection, &Outgoing::HostRequest(RequestId::Number(id), request)).await {
             connection.pending.lock().unwrap_or_else(|p| p.into_inner()).remove(&id);
             return Err(e);
         }
@@ -273,8 +315,10 @@ impl ProcessPlugin {
         })
     }
 
-    async fn write(&self, connection: &Connection, message: &Value) -> Result<(), PluginError> {
-        write_line(&connection.stdin, &connection.dead, message).await.map_err(|reason| PluginError::Gone { plugin: self.config.name.clone(), reason })
+    async fn write(&self, connection: &Connection, message: &Outgoing) -> Result<(), PluginError> {
+        write_line(&connection.stdin, &connection.dead, message)
+            .await
+            .map_err(|reason| PluginError::Gone { plugin: self.config.name.clone(), reason })
     }
 
     /// The live connection, or a new one (after the backoff, if the last one failed:
@@ -290,7 +334,10 @@ impl ProcessPlugin {
         let delay = self.retry_in();
         if !delay.is_zero() {
             if !wait {
-                return Err(PluginError::Start { plugin: self.config.name.clone(), reason: format!("it failed recently and is tried again in {:.1} s", delay.as_secs_f64()) });
+                return Err(PluginError::Start {
+                    plugin: self.config.name.clone(),
+                    reason: format!("it failed recently and is tried again in {:.1} s", delay.as_secs_f64()),
+                });
             }
             tokio::time::sleep(delay).await;
         }
@@ -301,7 +348,17 @@ impl ProcessPlugin {
             }
             Err(e) => {
                 self.record_failure();
-                Err(e)
+                // What the plugin said on its way out is the most useful part of why.
+                self.stderr_tail.settle(Duration::from_millis(500)).await;
+                Err(match e {
+                    PluginError::Gone { plugin, reason } => {
+                        PluginError::Gone { plugin, reason: self.stderr_tail.explain(reason) }
+                    }
+                    PluginError::Start { plugin, reason } => {
+                        PluginError::Start { plugin, reason: self.stderr_tail.explain(reason) }
+                    }
+                    other => other,
+                })
             }
         }
     }
@@ -314,10 +371,15 @@ impl ProcessPlugin {
 
     async fn start(self: &Arc<Self>) -> Result<Arc<Connection>, PluginError> {
         let name = self.config.name.clone();
-        let mut command = plugin_command(&self.config.command, &self.config.args, &self.config.env, self.config.cwd.as_deref());
+        let mut command =
+            plugin_command(&self.config.command, &self.config.args, &self.config.env, self.config.cwd.as_deref());
         command.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped()).kill_on_drop(true);
-        let mut child = command.spawn().map_err(|e| PluginError::Start { plugin: name.clone(), reason: format!("{}: {e}", self.config.command.display()) })?;
-        let (Some(stdin), Some(stdout), Some(stderr)) = (child.stdin.take(), child.stdout.take(), child.stderr.take()) else {
+        let mut child = command.spawn().map_err(|e| PluginError::Start {
+            plugin: name.clone(),
+            reason: format!("{}: {e}", self.config.command.display()),
+        })?;
+        let (Some(stdin), Some(stdout), Some(stderr)) = (child.stdin.take(), child.stdout.take(), child.stderr.take())
+        else {
             return Err(PluginError::Start { plugin: name, reason: "its standard streams are missing".into() });
         };
         let connection = Arc::new(Connection {
@@ -329,7 +391,7 @@ impl ProcessPlugin {
             silent_timeouts: AtomicU64::new(0),
             _child: child,
         });
-        tokio::spawn(log_stderr(name.clone(), stderr, self.stderr_tail.clone()));
+        drain_stderr(name.clone(), stderr, self.stderr_tail.clone());
         tokio::spawn(read_answers(
             Arc::downgrade(self),
             name.clone(),
@@ -345,16 +407,23 @@ impl ProcessPlugin {
             Instant::now(),
         ));
         // Handshake on the new connection directly (not through `connected`, which holds the slot).
-        let init = json!({ "protocolVersion": "codemode-plugin/1", "host": { "name": "codemode", "version": env!("CARGO_PKG_VERSION") } });
+        let init = HostRequest::Initialize(InitializeParams {
+            protocol_version: PROTOCOL_VERSION.into(),
+            host: HostInfo { name: "codemode".into(), version: env!("CARGO_PKG_VERSION").into() },
+        });
         let id = connection.next_id.fetch_add(1, Ordering::Relaxed);
         let (tx, rx) = oneshot::channel();
         connection.pending.lock().unwrap_or_else(|p| p.into_inner()).insert(id, tx);
-        self.write(&connection, &json!({ "jsonrpc": "2.0", "id": id, "method": "initialize", "params": init })).await?;
+        self.write(&connection, &Outgoing::HostRequest(RequestId::Number(id), init)).await?;
         match tokio::time::timeout(SETUP_TIMEOUT, rx).await {
             Ok(Ok(Ok(_))) => Ok(connection),
             Ok(Ok(Err(e))) => Err(e),
             Ok(Err(_)) => Err(PluginError::Gone { plugin: name, reason: "it exited during initialize".into() }),
-            Err(_) => Err(PluginError::Timeout { plugin: name, method: "initialize".into(), seconds: SETUP_TIMEOUT.as_secs_f64() }),
+            Err(_) => Err(PluginError::Timeout {
+                plugin: name,
+                method: "initialize".into(),
+                seconds: SETUP_TIMEOUT.as_secs_f64(),
+            }),
         }
     }
 }
@@ -379,7 +448,7 @@ impl Drop for CancelOnDrop {
         let (plugin, connection, id) = (Arc::clone(&self.plugin), Arc::clone(&self.connection), self.id);
         if let Ok(runtime) = tokio::runtime::Handle::try_current() {
             runtime.spawn(async move {
-                let _ = plugin.write(&connection, &json!({ "jsonrpc": "2.0", "method": "tool/cancel", "params": { "id": id } })).await;
+                let _ = plugin.write(&connection, &Outgoing::CancelCall(RequestId::Number(id))).await;
             });
         }
     }
@@ -405,38 +474,57 @@ async fn read_answers(
         };
         let line = match line {
             None => break "it exited".to_string(),
-            Some(Err(LinesCodecError::MaxLineLengthExceeded)) => break format!("it wrote a line longer than {MAX_LINE_BYTES} bytes"),
+            Some(Err(LinesCodecError::MaxLineLengthExceeded)) => {
+                break format!("it wrote a line longer than {MAX_LINE_BYTES} bytes")
+            }
             Some(Err(e)) => break format!("reading its output failed: {e}"),
             Some(Ok(line)) if line.trim().is_empty() => continue,
             Some(Ok(line)) => line,
         };
         let cost = protocol::cost::json_cost(&line);
         if cost > MAX_LINE_COST {
-            break format!("it wrote a message too large to hold: {} once parsed (at most {})", protocol::cost::mib(cost), protocol::cost::mib(MAX_LINE_COST));
+            break format!(
+                "it wrote a message too large to hold: {} once parsed (at most {})",
+                protocol::cost::mib(cost),
+                protocol::cost::mib(MAX_LINE_COST)
+            );
         }
-        let message: Value = match serde_json::from_str(&line) {
+        let message = match PluginMessage::parse(&line) {
             Ok(m) => m,
-            Err(_) => break format!("it wrote something that is not JSON-RPC: {:?}", line.chars().take(80).collect::<String>()),
+            Err((Some(id), why)) => {
+                requests.reply(id, Err(RpcError::new(why)));
+                continue;
+            }
+            Err((None, _)) => {
+                break format!(
+                    "it wrote something that is not JSON-RPC: {:?}",
+                    line.chars().take(80).collect::<String>()
+                )
+            }
         };
-        if let Some(method) = message.get("method").and_then(Value::as_str).filter(|m| *m != "host/tools.changed") {
-            requests.serve(&name, method, &message);
-        } else if let Some(id) = message.get("id").and_then(Value::as_u64) {
-            let answer = match (message.get("result"), message.get("error")) {
-                (Some(result), None) => Ok(result.clone()),
-                (_, Some(error)) => Err(PluginError::Rpc {
+        match message {
+            PluginMessage::Response(id, answer) => {
+                let RequestId::Number(id) = id else { continue };
+                let answer = answer.map_err(|error| PluginError::Rpc {
                     plugin: name.clone(),
                     method: String::new(),
-                    message: error.get("message").and_then(Value::as_str).unwrap_or("(no message)").to_string(),
-                }),
-                _ => Err(PluginError::Gone { plugin: name.clone(), reason: "it answered with neither result nor error".into() }),
-            };
-            if let Some(waiter) = pending.lock().unwrap_or_else(|p| p.into_inner()).remove(&id) {
-                let _ = waiter.send(answer);
+                    message: error.message,
+                });
+                if let Some(waiter) = pending.lock().unwrap_or_else(|p| p.into_inner()).remove(&id) {
+                    let _ = waiter.send(answer);
+                }
             }
-        } else if message.get("method").and_then(Value::as_str) == Some("host/tools.changed") {
-            if let Some(plugin) = plugin.upgrade() {
-                plugin.changed.send_modify(|n| *n += 1);
+            PluginMessage::Notification(PluginNotification::ToolsChanged) => {
+                if let Some(plugin) = plugin.upgrade() {
+                    plugin.changed.send_modify(|n| *n += 1);
+                }
             }
+            PluginMessage::Notification(notification) => requests.notified(notification),
+            PluginMessage::Request(id, request) => requests.serve(&name, id, request),
+            PluginMessage::UnknownRequest(id, method) => {
+                requests.reply(id, Err(RpcError::unknown_method(format!("the codemode host does not serve {method}"))))
+            }
+            PluginMessage::Other(method) => tracing::debug!("plugin {name}: ignored the notification {method}"),
         }
     };
     dead.cancel();
@@ -464,8 +552,8 @@ async fn read_answers(
 struct PluginRequests {
     stdin: Stdin,
     net: Option<Arc<NetAccess>>,
-    /// Requests being served, by the JSON text of their id, so `host/cancel` can stop them.
-    running: Arc<StdMutex<HashMap<String, CancellationToken>>>,
+    /// Requests being served, by id, so `host/cancel` can stop them.
+    running: Arc<StdMutex<HashMap<RequestId, CancellationToken>>>,
     /// The connection's end.
     dead: CancellationToken,
     /// Set when the plugin announces it is stopping.
@@ -473,55 +561,73 @@ struct PluginRequests {
 }
 
 impl PluginRequests {
-    /// Starts serving one message from the plugin; never blocks the reader.
-    fn serve(&self, plugin: &str, method: &str, message: &Value) {
-        let id = message.get("id").cloned();
-        let params = message.get("params").cloned().unwrap_or(Value::Null);
-        match (method, id) {
-            ("host/stopping", None) => self.retired.cancel(),
-            ("host/cancel", None) => {
-                let key = params.get("id").map(Value::to_string).unwrap_or_default();
-                if let Some(token) = self.running.lock().unwrap_or_else(|p| p.into_inner()).remove(&key) {
+    /// A notification from the plugin (besides `host/tools.changed`).
+    fn notified(&self, notification: PluginNotification) {
+        match notification {
+            PluginNotification::Stopping => self.retired.cancel(),
+            PluginNotification::Cancel(id) => {
+                if let Some(token) = self.running.lock().unwrap_or_else(|p| p.into_inner()).remove(&id) {
                     token.cancel();
                 }
             }
-            ("host/fetch", Some(id)) => {
+            PluginNotification::ToolsChanged => {}
+        }
+    }
+
+    /// Starts serving one request of the plugin's; never blocks the reader.
+    fn serve(&self, plugin: &str, id: RequestId, request: PluginRequest) {
+        match request {
+            PluginRequest::Fetch(params) => {
                 let Some(net) = self.net.clone() else {
-                    return self.reply(id, Err(format!("api.net.fetch: plugin {plugin} has no network permission")));
+                    return self.reply(
+                        id,
+                        Err(RpcError::new(format!("api.net.fetch: plugin {plugin} has no network permission"))),
+                    );
                 };
-                let key = id.to_string();
                 let token = self.dead.child_token();
-                self.running.lock().unwrap_or_else(|p| p.into_inner()).insert(key.clone(), token.clone());
+                self.running.lock().unwrap_or_else(|p| p.into_inner()).insert(id.clone(), token.clone());
                 let (stdin, running, dead) = (Arc::clone(&self.stdin), Arc::clone(&self.running), self.dead.clone());
                 tokio::spawn(async move {
                     let answer = tokio::select! {
                         answer = net.fetch(params) => answer,
                         () = token.cancelled() => return,
                     };
-                    running.lock().unwrap_or_else(|p| p.into_inner()).remove(&key);
+                    running.lock().unwrap_or_else(|p| p.into_inner()).remove(&id);
                     // The budget is given back once the answer is written.
                     let (answer, _held) = match answer {
-                        Ok((value, held)) => (Ok(value), Some(held)),
-                        Err(why) => (Err(why), None),
+                        Ok((value, held)) => (Ok(serde_json::to_value(value).unwrap_or(Value::Null)), Some(held)),
+                        Err(why) => (Err(RpcError::new(why)), None),
                     };
-                    write_reply(&stdin, &dead, id, answer).await;
+                    let _ = write_line(&stdin, &dead, &Outgoing::Answer(id, answer)).await;
                 });
             }
-            (other, Some(id)) => self.reply(id, Err(format!("the codemode host does not serve {other}"))),
-            (_, None) => tracing::debug!("plugin {plugin}: ignored the notification {method}"),
+            PluginRequest::Approve(_) => {
+                let refused = ApproveResult {
+                    approved: false,
+                    reason: Some("this host asks no one to approve what plugins do yet".into()),
+                };
+                self.reply(id, Ok(serde_json::to_value(refused).unwrap_or(Value::Null)))
+            }
         }
     }
 
-    fn reply(&self, id: Value, answer: Result<Value, String>) {
+    fn reply(&self, id: RequestId, answer: Result<Value, RpcError>) {
         let (stdin, dead) = (Arc::clone(&self.stdin), self.dead.clone());
-        tokio::spawn(async move { write_reply(&stdin, &dead, id, answer).await });
+        tokio::spawn(async move {
+            let _ = write_line(&stdin, &dead, &Outgoing::Answer(id, answer)).await;
+        });
     }
 }
 
 /// The command that starts a plugin process: `args` as written, run in `cwd`, with an
 /// environment of only `PATH` and `env`, and killed when the host dies (the host's
 /// thread that started it, which lives as long as the host's runtime).
-pub(crate) fn plugin_command(program: &std::path::Path, args: &[String], env: &[(String, String)], cwd: Option<&std::path::Path>) -> tokio::process::Command {
+pub(crate) fn plugin_command(
+    program: &std::path::Path,
+    args: &[String],
+    env: &[(String, String)],
+    cwd: Option<&std::path::Path>,
+) -> tokio::process::Command {
     let mut command = tokio::process::Command::new(program);
     command.args(args).env_clear();
     if let Some(path) = std::env::var_os("PATH") {
@@ -547,10 +653,11 @@ pub(crate) fn plugin_command(program: &std::path::Path, args: &[String], env: &[
 /// Writes one message line to the plugin. A plugin that stops reading (the write fails,
 /// or does not finish in time, possibly after part of the line) ends the connection:
 /// nothing written after a partial line could be read correctly. `Err` says why.
-async fn write_line(stdin: &Stdin, dead: &CancellationToken, message: &Value) -> Result<(), String> {
-    let mut line = message.to_string();
+async fn write_line(stdin: &Stdin, dead: &CancellationToken, message: &Outgoing) -> Result<(), String> {
+    let mut line = message.to_line();
     line.push('\n');
-    let written = tokio::time::timeout(SETUP_TIMEOUT, async { stdin.lock().await.write_all(line.as_bytes()).await }).await;
+    let written =
+        tokio::time::timeout(SETUP_TIMEOUT, async { stdin.lock().await.write_all(line.as_bytes()).await }).await;
     let failure = match written {
         Ok(Ok(())) => return Ok(()),
         Ok(Err(e)) => format!("writing to it failed: {e}"),
@@ -560,29 +667,36 @@ async fn write_line(stdin: &Stdin, dead: &CancellationToken, message: &Value) ->
     Err(failure)
 }
 
-/// Writes the host's answer to a plugin's request ([`write_line`]; a failure ends the
-/// connection, which the calls in flight then report).
-async fn write_reply(stdin: &Stdin, dead: &CancellationToken, id: Value, answer: Result<Value, String>) {
-    let message = match answer {
-        Ok(result) => json!({ "jsonrpc": "2.0", "id": id, "result": result }),
-        Err(message) => json!({ "jsonrpc": "2.0", "id": id, "error": { "code": -32000, "message": message } }),
-    };
-    let _ = write_line(stdin, dead, &message).await;
-}
-
 /// Forwards the plugin's stderr to the host's log, a line at a time, keeping the last
-/// lines in `tail`.
-pub(crate) async fn log_stderr<R: tokio::io::AsyncRead + Unpin>(name: String, stderr: R, tail: StderrTail) {
-    let mut lines = FramedRead::new(stderr, LinesCodec::new_with_max_length(64 * 1024));
-    while let Some(line) = lines.next().await {
-        match line {
-            Ok(line) => {
-                tail.push(&line);
-                tracing::info!(plugin = %name, "{line}");
-            }
-            // Keep draining: a plugin blocked on a full stderr pipe would hang.
-            Err(LinesCodecError::MaxLineLengthExceeded) => continue,
-            Err(_) => break,
+/// lines in `tail`, on a task of its own; the reader counts as open in `tail` from now
+/// until it reaches the end.
+pub(crate) fn drain_stderr<R: tokio::io::AsyncRead + Unpin + Send + 'static>(
+    name: String,
+    stderr: R,
+    tail: StderrTail,
+) {
+    /// Counts the reader out however it ends.
+    struct Closed(Arc<tokio::sync::watch::Sender<usize>>);
+    impl Drop for Closed {
+        fn drop(&mut self) {
+            self.0.send_modify(|n| *n = n.saturating_sub(1));
         }
     }
+    tail.open.send_modify(|n| *n += 1);
+    let closed = Closed(Arc::clone(&tail.open));
+    tokio::spawn(async move {
+        let _closed = closed;
+        let mut lines = FramedRead::new(stderr, LinesCodec::new_with_max_length(64 * 1024));
+        while let Some(line) = lines.next().await {
+            match line {
+                Ok(line) => {
+                    tail.push(&line);
+                    tracing::info!(plugin = %name, "{line}");
+                }
+                // Keep draining: a plugin blocked on a full stderr pipe would hang.
+                Err(LinesCodecError::MaxLineLengthExceeded) => continue,
+                Err(_) => break,
+            }
+        }
+    });
 }

@@ -60,7 +60,8 @@ pub fn cut_json(value: &Value, cap_bytes: usize) -> Cut {
     if size <= cap_bytes {
         return Cut { text: value.to_string(), cut: false };
     }
-    let whole = || Value::String(format!("…[{} bytes cut: output cap is {cap_bytes} bytes]", json_size(value))).to_string();
+    let whole =
+        || Value::String(format!("…[{} bytes cut: output cap is {cap_bytes} bytes]", json_size(value))).to_string();
     if cap_bytes < MIN_CAP {
         return Cut { text: whole(), cut: true };
     }
@@ -113,7 +114,9 @@ impl Shrinker {
         let smallest = match value {
             Value::String(text) => 2 + string_suffix(text.chars().count()).len(),
             Value::Array(items) => 2 + json_size(&self.items_marker(items.len())),
-            Value::Object(entries) => 2 + json_size(&Value::String(marker_key(entries))) + 1 + json_size(&self.keys_marker(entries.len())),
+            Value::Object(entries) => {
+                2 + json_size(&Value::String(marker_key(entries))) + 1 + json_size(&self.keys_marker(entries.len()))
+            }
             _ => size,
         };
         smallest.min(size)
@@ -139,7 +142,12 @@ impl Shrinker {
             }
         };
         let (kept, shares) = keep_and_share(&children, items.len(), budget, overhead);
-        let mut out: Vec<Value> = items.iter().zip(&children).zip(shares).map(|((item, child), share)| self.shrink(item, child.size, share)).collect();
+        let mut out: Vec<Value> = items
+            .iter()
+            .zip(&children)
+            .zip(shares)
+            .map(|((item, child), share)| self.shrink(item, child.size, share))
+            .collect();
         if kept < items.len() {
             out.push(self.items_marker(items.len() - kept));
         }
@@ -153,7 +161,8 @@ impl Shrinker {
         let entries_with_keys = entries.iter().map(|(key, value)| (json_size(&Value::String(key.clone())) + 1, value));
         let children = self.children(entries_with_keys, budget, budget / VALUE_FLOOR_DIVISOR);
         let key = marker_key(entries);
-        let marker_entry = |more: usize| json_size(&Value::String(key.clone())) + 1 + json_size(&self.keys_marker(more));
+        let marker_entry =
+            |more: usize| json_size(&Value::String(key.clone())) + 1 + json_size(&self.keys_marker(more));
         let overhead = |kept: usize| {
             if kept == entries.len() {
                 2 + kept.saturating_sub(1)
@@ -162,8 +171,12 @@ impl Shrinker {
             }
         };
         let (kept, shares) = keep_and_share(&children, entries.len(), budget, overhead);
-        let mut out: Map<String, Value> =
-            entries.iter().zip(&children).zip(shares).map(|(((key, value), child), share)| (key.clone(), self.shrink(value, child.size, share))).collect();
+        let mut out: Map<String, Value> = entries
+            .iter()
+            .zip(&children)
+            .zip(shares)
+            .map(|(((key, value), child), share)| (key.clone(), self.shrink(value, child.size, share)))
+            .collect();
         if kept < entries.len() {
             out.insert(key, self.keys_marker(entries.len() - kept));
         }
@@ -174,7 +187,12 @@ impl Shrinker {
     /// (`fixed` key bytes and a value each), given its floor: up to the first child that
     /// cannot be kept even with every one before it at its least. Sizes are counted up
     /// to `budget + 1` only, so the work is bounded by the budget, not the value.
-    fn children<'v>(&self, values: impl Iterator<Item = (usize, &'v Value)>, budget: usize, floor: usize) -> Vec<Child> {
+    fn children<'v>(
+        &self,
+        values: impl Iterator<Item = (usize, &'v Value)>,
+        budget: usize,
+        floor: usize,
+    ) -> Vec<Child> {
         let mut children = Vec::new();
         let mut cost = 0usize;
         for (fixed, value) in values {
@@ -205,7 +223,12 @@ struct Child {
 /// `overhead` for that many; `children` are the first ones), and the budget of each kept
 /// child's value: water-filling, so small children keep their size and big ones share
 /// the rest equally.
-fn keep_and_share(children: &[Child], total: usize, budget: usize, overhead: impl Fn(usize) -> usize) -> (usize, Vec<usize>) {
+fn keep_and_share(
+    children: &[Child],
+    total: usize,
+    budget: usize,
+    overhead: impl Fn(usize) -> usize,
+) -> (usize, Vec<usize>) {
     let cost = |kept: &[Child]| kept.iter().fold(0usize, |sum, c| sum.saturating_add(c.fixed).saturating_add(c.wanted));
     let kept = if children.len() == total && overhead(total).saturating_add(cost(children)) <= budget {
         total
@@ -358,7 +381,10 @@ mod tests {
     #[test]
     fn an_object_keeps_its_first_keys_and_says_how_many_went() {
         let value: Value = (0..20).map(|i| (format!("k{i}"), json!(i))).collect::<Map<String, Value>>().into();
-        assert_eq!(cut_json(&value, 80).text, r#"{"k0":0,"k1":1,"k2":2,"k3":3,"…":"[16 more keys cut: output cap is 80 bytes]"}"#);
+        assert_eq!(
+            cut_json(&value, 80).text,
+            r#"{"k0":0,"k1":1,"k2":2,"k3":3,"…":"[16 more keys cut: output cap is 80 bytes]"}"#
+        );
         // The marker entry takes a key the object does not have.
         let value = json!({ "…": "a", "b": "x".repeat(200), "c": [1, 2, 3], "d": "y".repeat(200) });
         let cut = cut_json(&value, 100);
@@ -370,13 +396,17 @@ mod tests {
     #[test]
     fn a_huge_field_does_not_starve_its_siblings() {
         let value = json!({ "a": "x".repeat(1000), "b": "y".repeat(1000), "c": 1 });
-        let expected = format!(r#"{{"a":"{}…[cut 928 chars]","b":"{}…[cut 929 chars]","c":1}}"#, "x".repeat(72), "y".repeat(71));
+        let expected =
+            format!(r#"{{"a":"{}…[cut 928 chars]","b":"{}…[cut 929 chars]","c":1}}"#, "x".repeat(72), "y".repeat(71));
         assert_eq!(cut_json(&value, 200).text, expected);
         assert_eq!(expected.len(), 200);
 
         let value = json!({ "big": "z".repeat(100_000), "name": "short", "list": [1, 2, 3], "nested": { "deep": "x".repeat(50_000), "ok": true } });
         let parsed: Value = serde_json::from_str(&cut_json(&value, 1000).text).unwrap();
-        assert_eq!((parsed["name"].clone(), parsed["list"].clone(), parsed["nested"]["ok"].clone()), (json!("short"), json!([1, 2, 3]), json!(true)));
+        assert_eq!(
+            (parsed["name"].clone(), parsed["list"].clone(), parsed["nested"]["ok"].clone()),
+            (json!("short"), json!([1, 2, 3]), json!(true))
+        );
         let big = parsed["big"].as_str().unwrap();
         let deep = parsed["nested"]["deep"].as_str().unwrap();
         assert!(big.len() > 300 && deep.len() > 300, "{big} / {deep}");
@@ -384,7 +414,8 @@ mod tests {
 
     #[test]
     fn an_array_of_records_keeps_whole_records() {
-        let records: Vec<Value> = (0..1000).map(|i| json!({ "id": i, "name": format!("record number {i}"), "tags": ["a", "b"] })).collect();
+        let records: Vec<Value> =
+            (0..1000).map(|i| json!({ "id": i, "name": format!("record number {i}"), "tags": ["a", "b"] })).collect();
         let cut = cut_json(&json!(records), 2000);
         let parsed: Vec<Value> = serde_json::from_str(&cut.text).unwrap();
         let (marker, kept) = parsed.split_last().unwrap();
@@ -395,14 +426,23 @@ mod tests {
 
     #[test]
     fn below_the_minimum_cap_a_marker_alone() {
-        assert_eq!(cut_json(&json!("x".repeat(100)), 10), Cut { text: r#""…[102 bytes cut: output cap is 10 bytes]""#.into(), cut: true });
-        assert_eq!(cut_text(&"x".repeat(100), 10), Cut { text: "…[cut: output cap is 10 bytes, 100 bytes omitted]".into(), cut: true });
+        assert_eq!(
+            cut_json(&json!("x".repeat(100)), 10),
+            Cut { text: r#""…[102 bytes cut: output cap is 10 bytes]""#.into(), cut: true }
+        );
+        assert_eq!(
+            cut_text(&"x".repeat(100), 10),
+            Cut { text: "…[cut: output cap is 10 bytes, 100 bytes omitted]".into(), cut: true }
+        );
     }
 
     #[test]
     fn text_keeps_its_head_and_a_marker_line() {
         let text = "0123456789".repeat(10);
-        assert_eq!(cut_text(&text, 64), Cut { text: "012345678901\n…[cut: output cap is 64 bytes, 88 bytes omitted]".into(), cut: true });
+        assert_eq!(
+            cut_text(&text, 64),
+            Cut { text: "012345678901\n…[cut: output cap is 64 bytes, 88 bytes omitted]".into(), cut: true }
+        );
         // Cut at a character boundary; no blank line when the head ends a line.
         let cut = cut_text(&format!("{}\n{}", "é".repeat(6), "😀".repeat(30)), 64);
         assert_eq!(cut.text, "éééééé\n…[cut: output cap is 64 bytes, 121 bytes omitted]");
@@ -445,9 +485,10 @@ mod tests {
         match (out, original) {
             (Value::String(out), Value::String(original)) => {
                 out == original
-                    || out
-                        .rsplit_once("…[cut ")
-                        .is_some_and(|(head, tail)| original.starts_with(head) && tail == format!("{} chars]", original.chars().count() - head.chars().count()))
+                    || out.rsplit_once("…[cut ").is_some_and(|(head, tail)| {
+                        original.starts_with(head)
+                            && tail == format!("{} chars]", original.chars().count() - head.chars().count())
+                    })
             }
             (Value::Array(out), Value::Array(original)) => {
                 let marker = format!("…[{} more items cut: output cap is {cap} bytes]", original.len() + 1 - out.len());
@@ -462,7 +503,8 @@ mod tests {
                 let marker_key = marker_key(original);
                 let has_marker = out.get(&marker_key) == Some(&Value::String(marker));
                 let kept = out.len() - usize::from(has_marker);
-                (has_marker || kept == original.len()) && out.iter().take(kept).zip(original).all(|((ok, ov), (k, v))| ok == k && is_cut_of(ov, v, cap))
+                (has_marker || kept == original.len())
+                    && out.iter().take(kept).zip(original).all(|((ok, ov), (k, v))| ok == k && is_cut_of(ov, v, cap))
             }
             _ => out == original,
         }
@@ -477,7 +519,8 @@ mod tests {
             let full = value.to_string();
             for cap in [0, 10, 63, 64, 65, 70, 100, 128, 200, 333, 512, 1000, 4096, 20_000] {
                 let cut = cut_json(&value, cap);
-                let parsed: Value = serde_json::from_str(&cut.text).unwrap_or_else(|e| panic!("not JSON ({e}) at cap {cap}: {}", cut.text));
+                let parsed: Value = serde_json::from_str(&cut.text)
+                    .unwrap_or_else(|e| panic!("not JSON ({e}) at cap {cap}: {}", cut.text));
                 if full.len() <= cap {
                     assert_eq!(cut, Cut { text: full.clone(), cut: false });
                     continue;
@@ -507,10 +550,21 @@ mod tests {
                     continue;
                 }
                 assert!(cut.text.len() <= cap, "{} > {cap}", cut.text.len());
-                let omitted: usize = cut.text.rsplit_once(" bytes, ").unwrap().1.strip_suffix(" bytes omitted]").unwrap().parse().unwrap();
+                let omitted: usize = cut
+                    .text
+                    .rsplit_once(" bytes, ")
+                    .unwrap()
+                    .1
+                    .strip_suffix(" bytes omitted]")
+                    .unwrap()
+                    .parse()
+                    .unwrap();
                 let kept = &text[..text.len() - omitted];
                 let separator = if kept.is_empty() || kept.ends_with('\n') { "" } else { "\n" };
-                assert_eq!(cut.text, format!("{kept}{separator}…[cut: output cap is {cap} bytes, {omitted} bytes omitted]"));
+                assert_eq!(
+                    cut.text,
+                    format!("{kept}{separator}…[cut: output cap is {cap} bytes, {omitted} bytes omitted]")
+                );
                 assert!(kept.len() + 70 >= cap, "keeps what it can: {} of {cap}", kept.len());
             }
         }
@@ -518,7 +572,9 @@ mod tests {
 
     #[test]
     fn escaped_lengths_match_serde_json() {
-        for c in ['a', 'é', '😀', '"', '\\', '\n', '\r', '\t', '\u{8}', '\u{c}', '\u{0}', '\u{1f}', '\u{7f}', '/', '\u{2028}'] {
+        for c in [
+            'a', 'é', '😀', '"', '\\', '\n', '\r', '\t', '\u{8}', '\u{c}', '\u{0}', '\u{1f}', '\u{7f}', '/', '\u{2028}',
+        ] {
             assert_eq!(escaped_len(c) + 2, Value::String(c.to_string()).to_string().len(), "{c:?}");
         }
     }

@@ -4,17 +4,24 @@
 //! The description is the whole contract of code mode for the model: what a program may
 //! do, the two forms it may take, the limits in force with their values, how results and
 //! failures come back, the output cap, and then every tool the program may call, as
-//! TypeScript declarations ([`super::declarations`]). It is rebuilt from the current
+//! TypeScript declarations ([`crate::typescript`]). It is rebuilt from the current
 //! catalog whenever the tool list is read, so it always matches what programs can call.
 
-use crate::catalog::Catalog;
 use crate::limits::{human_bytes, human_duration, Limits};
+use crate::tool::Catalog;
 
 /// The `execute` tool's description for `catalog` under `limits`, with results cut at
 /// `output_bytes`.
 pub fn execute_description(catalog: &Catalog, limits: &Limits, output_bytes: usize) -> String {
-    let approvals: Vec<String> =
-        catalog.plugins().flat_map(|(plugin, tools)| tools.filter(|t| t.definition.requires_approval).map(|t| format!("tools.{plugin}.{}", t.definition.name)).collect::<Vec<_>>()).collect();
+    let approvals: Vec<String> = catalog
+        .plugins()
+        .flat_map(|(plugin, tools)| {
+            tools
+                .filter(|t| t.definition.requires_approval)
+                .map(|t| format!("tools.{plugin}.{}", t.definition.name))
+                .collect::<Vec<_>>()
+        })
+        .collect();
     let approval_note = if approvals.is_empty() {
         String::new()
     } else {
@@ -51,7 +58,7 @@ The {tool_count} tools, as TypeScript declarations (`tools` is `Tools`):
         console = human_bytes(limits.console_bytes),
         in_flight = limits.tool_calls_in_flight,
         output = human_bytes(output_bytes as u64),
-        declarations = super::declarations::declarations(catalog),
+        declarations = crate::typescript::declarations(catalog),
     )
 }
 
@@ -73,11 +80,15 @@ pub fn instructions(rules: &str, code_mode: bool) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::catalog::{Tool, ToolDefinition, ToolResult};
+    use crate::tool::{Tool, ToolDefinition, ToolResult};
     use serde_json::json;
 
     fn catalog() -> Catalog {
-        let mut approve = ToolDefinition::new("delete", "Deletes a note.", json!({ "type": "object", "properties": { "id": { "type": "integer" } }, "required": ["id"] }));
+        let mut approve = ToolDefinition::new(
+            "delete",
+            "Deletes a note.",
+            json!({ "type": "object", "properties": { "id": { "type": "integer" } }, "required": ["id"] }),
+        );
         approve.requires_approval = true;
         Catalog::new()
             .with("weather", Tool::from_fn(ToolDefinition::new("forecast", "Forecast for a city.", json!({ "type": "object", "properties": { "city": { "type": "string" } }, "required": ["city"] })), |_, _| async { ToolResult::text("x") }))
@@ -99,7 +110,10 @@ mod tests {
 
     #[test]
     fn instructions_carry_the_rules_under_their_headings() {
-        assert_eq!(instructions("## notes\n\nCite ids.\n", true).split("\n\n# Plugin rules\n\n").nth(1), Some("## notes\n\nCite ids."));
+        assert_eq!(
+            instructions("## notes\n\nCite ids.\n", true).split("\n\n# Plugin rules\n\n").nth(1),
+            Some("## notes\n\nCite ids.")
+        );
         assert!(!instructions("", false).contains("Plugin rules"));
     }
 }

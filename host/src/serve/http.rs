@@ -120,7 +120,10 @@ fn parse_origin(origin: &str) -> Option<(String, String, u16)> {
 /// cannot drive a local server through DNS rebinding.
 pub fn origin_allowed(origin: &str, loopback_server: bool, allowed: &[String]) -> bool {
     let Some((scheme, host, port)) = parse_origin(origin) else { return false };
-    if loopback_server && matches!(host.as_str(), "localhost" | "127.0.0.1" | "[::1]") && matches!(scheme.as_str(), "http" | "https") {
+    if loopback_server
+        && matches!(host.as_str(), "localhost" | "127.0.0.1" | "[::1]")
+        && matches!(scheme.as_str(), "http" | "https")
+    {
         return true;
     }
     allowed.iter().any(|entry| {
@@ -162,8 +165,12 @@ pub fn tls_config(cert: &std::path::Path, key: &std::path::Path) -> anyhow::Resu
     if certs.is_empty() {
         anyhow::bail!("the TLS certificate {} holds no certificate", cert.display());
     }
-    let key = PrivateKeyDer::from_pem_file(key).map_err(|e| anyhow::anyhow!("cannot read the TLS key {}: {e}", key.display()))?;
-    let mut config = rustls::ServerConfig::builder().with_no_client_auth().with_single_cert(certs, key).map_err(|e| anyhow::anyhow!("the TLS certificate and key do not go together: {e}"))?;
+    let key = PrivateKeyDer::from_pem_file(key)
+        .map_err(|e| anyhow::anyhow!("cannot read the TLS key {}: {e}", key.display()))?;
+    let mut config = rustls::ServerConfig::builder()
+        .with_no_client_auth()
+        .with_single_cert(certs, key)
+        .map_err(|e| anyhow::anyhow!("the TLS certificate and key do not go together: {e}"))?;
     config.alpn_protocols = vec![b"http/1.1".to_vec()];
     Ok(Arc::new(config))
 }
@@ -224,7 +231,10 @@ enum Verdict {
 /// The checks every request passes before rmcp sees it (see the module docs).
 fn check_request<B>(request: &http::Request<B>, options: &HttpOptions, loopback: bool) -> Verdict {
     if request.uri().path() != MCP_PATH {
-        return Verdict::Refuse(text_response(http::StatusCode::NOT_FOUND, &format!("codemode serves MCP at {MCP_PATH} only\n")));
+        return Verdict::Refuse(text_response(
+            http::StatusCode::NOT_FOUND,
+            &format!("codemode serves MCP at {MCP_PATH} only\n"),
+        ));
     }
     if let Some(origin) = request.headers().get(http::header::ORIGIN) {
         let origin = origin.to_str().unwrap_or("");
@@ -237,7 +247,10 @@ fn check_request<B>(request: &http::Request<B>, options: &HttpOptions, loopback:
     }
     if let Some(token) = &options.token {
         if !authorized(request.headers().get(http::header::AUTHORIZATION), token) {
-            let mut response = text_response(http::StatusCode::UNAUTHORIZED, "a bearer token is required: send Authorization: Bearer <token>\n");
+            let mut response = text_response(
+                http::StatusCode::UNAUTHORIZED,
+                "a bearer token is required: send Authorization: Bearer <token>\n",
+            );
             response.headers_mut().insert(http::header::WWW_AUTHENTICATE, http::HeaderValue::from_static("Bearer"));
             return Verdict::Refuse(response);
         }
@@ -248,12 +261,18 @@ fn check_request<B>(request: &http::Request<B>, options: &HttpOptions, loopback:
 fn text_response(status: http::StatusCode, text: &str) -> http::Response<BoxBody<Bytes, Infallible>> {
     let mut response = http::Response::new(Full::new(Bytes::from(text.to_string())).boxed());
     *response.status_mut() = status;
-    response.headers_mut().insert(http::header::CONTENT_TYPE, http::HeaderValue::from_static("text/plain; charset=utf-8"));
+    response
+        .headers_mut()
+        .insert(http::header::CONTENT_TYPE, http::HeaderValue::from_static("text/plain; charset=utf-8"));
     response
 }
 
 /// Serves `server` on `listener` until the task is dropped, as [`HttpOptions`] say.
-pub async fn serve(listener: tokio::net::TcpListener, server: CodemodeServer, options: HttpOptions) -> std::io::Result<()> {
+pub async fn serve(
+    listener: tokio::net::TcpListener,
+    server: CodemodeServer,
+    options: HttpOptions,
+) -> std::io::Result<()> {
     let local = listener.local_addr()?;
     let loopback = local.ip().is_loopback();
     let mut config = StreamableHttpServerConfig::default().with_sse_keep_alive(Some(Duration::from_secs(15)));
@@ -281,25 +300,35 @@ pub async fn serve(listener: tokio::net::TcpListener, server: CodemodeServer, op
             }
         };
         let (id, evicted) = connections.admit();
-        let (service, options, connections, sessions, tls) = (service.clone(), Arc::clone(&options), Arc::clone(&connections), Arc::clone(&sessions), tls.clone());
+        let (service, options, connections, sessions, tls) =
+            (service.clone(), Arc::clone(&options), Arc::clone(&connections), Arc::clone(&sessions), tls.clone());
         tokio::spawn(async move {
             let proven = Arc::new(std::sync::atomic::AtomicBool::new(false));
             let handler = {
                 let (proven, connections) = (Arc::clone(&proven), Arc::clone(&connections));
                 hyper::service::service_fn(move |request: http::Request<hyper::body::Incoming>| {
-                    let (mut service, options, proven, connections, sessions) =
-                        (service.clone(), Arc::clone(&options), Arc::clone(&proven), Arc::clone(&connections), Arc::clone(&sessions));
+                    let (mut service, options, proven, connections, sessions) = (
+                        service.clone(),
+                        Arc::clone(&options),
+                        Arc::clone(&proven),
+                        Arc::clone(&connections),
+                        Arc::clone(&sessions),
+                    );
                     async move {
                         if let Verdict::Refuse(response) = check_request(&request, &options, loopback) {
                             return Ok::<_, Infallible>(response);
                         }
                         if !proven.load(Ordering::Acquire) {
                             if !connections.prove(id) {
-                                return Ok(text_response(http::StatusCode::SERVICE_UNAVAILABLE, "too many connections; try again later\n"));
+                                return Ok(text_response(
+                                    http::StatusCode::SERVICE_UNAVAILABLE,
+                                    "too many connections; try again later\n",
+                                ));
                             }
                             proven.store(true, Ordering::Release);
                         }
-                        let opens_session = request.method() == http::Method::POST && !request.headers().contains_key("mcp-session-id");
+                        let opens_session =
+                            request.method() == http::Method::POST && !request.headers().contains_key("mcp-session-id");
                         if opens_session && sessions.sessions.read().await.len() >= options.max_sessions {
                             return Ok(text_response(
                                 http::StatusCode::SERVICE_UNAVAILABLE,
@@ -323,8 +352,13 @@ pub async fn serve(listener: tokio::net::TcpListener, server: CodemodeServer, op
 
 /// Serves one connection (after its TLS handshake, for HTTPS) until it ends, it is
 /// pushed out while unproven, or its first good request does not come in time.
-async fn serve_connection<S>(stream: tokio::net::TcpStream, tls: Option<tokio_rustls::TlsAcceptor>, handler: S, proven: &std::sync::atomic::AtomicBool, evicted: CancellationToken)
-where
+async fn serve_connection<S>(
+    stream: tokio::net::TcpStream,
+    tls: Option<tokio_rustls::TlsAcceptor>,
+    handler: S,
+    proven: &std::sync::atomic::AtomicBool,
+    evicted: CancellationToken,
+) where
     S: hyper::service::HttpService<hyper::body::Incoming, ResBody = BoxBody<Bytes, Infallible>> + 'static,
     S::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
     S::Future: 'static,
@@ -347,7 +381,10 @@ where
         }
     };
     let serve = async {
-        let builder = hyper::server::conn::http1::Builder::new().timer(hyper_util::rt::TokioTimer::new()).header_read_timeout(HEADER_READ_TIMEOUT).clone();
+        let builder = hyper::server::conn::http1::Builder::new()
+            .timer(hyper_util::rt::TokioTimer::new())
+            .header_read_timeout(HEADER_READ_TIMEOUT)
+            .clone();
         let result = match tls {
             Some(acceptor) => match tokio::time::timeout(TLS_HANDSHAKE_TIMEOUT, acceptor.accept(stream)).await {
                 Ok(Ok(stream)) => builder.serve_connection(hyper_util::rt::TokioIo::new(stream), handler).await,

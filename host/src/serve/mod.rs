@@ -5,13 +5,10 @@
 //!   cancellation, progress, list changes, approvals through elicitation;
 //! - [`description`]: the texts the model reads (the `execute` description and the
 //!   instructions with every plugin's rules);
-//! - [`declarations`]: TypeScript declarations of the catalog's tools, for the
-//!   description;
 //! - [`cut`]: shrinking outputs to the configured cap, keeping JSON valid;
 //! - [`http`]: the streamable HTTP listener with its bearer-token check.
 
 pub mod cut;
-pub mod declarations;
 pub mod description;
 pub mod http;
 pub mod server;

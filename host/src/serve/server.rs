@@ -20,9 +20,9 @@ use std::sync::Arc;
 
 use futures::future::BoxFuture;
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, ElicitRequestParams, ElicitationAction, ElicitationSchema,
-    Implementation, ListToolsResult, PaginatedRequestParams, ProgressNotificationParam, ProgressToken, ProtocolVersion, ServerCapabilities, ServerConfig as InitializeInfo,
-    Tool as McpTool,
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, ElicitRequestParams, ElicitationAction,
+    ElicitationSchema, Implementation, ListToolsResult, PaginatedRequestParams, ProgressNotificationParam,
+    ProgressToken, ProtocolVersion, ServerCapabilities, ServerConfig as InitializeInfo, Tool as McpTool,
 };
 use rmcp::service::{NotificationContext, RequestContext};
 use rmcp::{ErrorData, Peer, RoleServer, ServerHandler};
@@ -31,11 +31,11 @@ use tokio::sync::Semaphore;
 
 use super::cut::{cut_json, cut_text};
 use super::description::{execute_description, instructions};
-use crate::catalog::{CallContext, Caller, Content, Tool, ToolResult};
 use crate::config::{ServerConfig, ServerMode};
-use crate::executor::{CallHooks, Executor};
+use crate::executor::{CallHooks, Executor, Program};
 use crate::limits::Limits;
 use crate::outcome::{Outcome, OutcomeKind};
+use crate::tool::{CallContext, Caller, Content, Tool, ToolResult};
 
 /// The name of the code-mode tool.
 pub const EXECUTE: &str = "execute";
@@ -76,18 +76,28 @@ impl CodemodeServer {
                     "properties": { "code": { "type": "string", "description": "The JavaScript program: an async function body, or one expression such as `async (tools) => ...`." } },
                     "required": ["code"],
                 });
-                vec![McpTool::new(EXECUTE, description, object(schema)).with_title("Run a JavaScript program that calls tools")]
+                vec![McpTool::new(EXECUTE, description, object(schema))
+                    .with_title("Run a JavaScript program that calls tools")]
             }
             ServerMode::Tools => {
-                let tools: Vec<McpTool> = catalog.plugins().flat_map(|(plugin, tools)| tools.map(move |t| separate_tool(plugin, t)).collect::<Vec<_>>()).collect();
+                let tools: Vec<McpTool> = catalog
+                    .plugins()
+                    .flat_map(|(plugin, tools)| tools.map(move |t| separate_tool(plugin, t)).collect::<Vec<_>>())
+                    .collect();
                 usable_separate_tools(tools)
             }
         }
     }
 
-    async fn execute(&self, arguments: Option<serde_json::Map<String, Value>>, ctx: RequestContext<RoleServer>) -> CallToolResult {
+    async fn execute(
+        &self,
+        arguments: Option<serde_json::Map<String, Value>>,
+        ctx: RequestContext<RoleServer>,
+    ) -> CallToolResult {
         let Some(code) = arguments.as_ref().and_then(|a| a.get("code")).and_then(Value::as_str) else {
-            return CallToolResult::error(vec![ContentBlock::text("execute takes { \"code\": \"<JavaScript>\" }: the program's text is missing")]);
+            return CallToolResult::error(vec![ContentBlock::text(
+                "execute takes { \"code\": \"<JavaScript>\" }: the program's text is missing",
+            )]);
         };
         // Wait for a free slot; a client that gives up while waiting leaves the queue.
         let _permit = tokio::select! {
@@ -99,7 +109,12 @@ impl CodemodeServer {
         };
         let (hooks, progress_sent) = Hooks::new(ctx.peer.clone(), ctx.meta.get_progress_token());
         let caller = Caller { call_id: Some(request_id(&ctx)), ..Caller::default() };
-        let outcome = self.shared.executor.run_hooked(code, self.shared.limits, ctx.ct.clone(), caller, Some(Arc::new(hooks) as Arc<dyn CallHooks>)).await;
+        let program = Program::new(code)
+            .limits(self.shared.limits)
+            .cancel(ctx.ct.clone())
+            .caller(caller)
+            .hooks(Arc::new(hooks) as Arc<dyn CallHooks>);
+        let outcome = self.shared.executor.run(program).await;
         // The program is over and its hooks are dropped: let the last progress
         // notifications go out before the result (a client ignores progress for a
         // request it already has the answer to).
@@ -109,17 +124,29 @@ impl CodemodeServer {
         program_result(&outcome, self.shared.config.output_bytes)
     }
 
-    async fn call_separate(&self, name: &str, arguments: Option<serde_json::Map<String, Value>>, ctx: RequestContext<RoleServer>) -> Result<CallToolResult, ErrorData> {
+    async fn call_separate(
+        &self,
+        name: &str,
+        arguments: Option<serde_json::Map<String, Value>>,
+        ctx: RequestContext<RoleServer>,
+    ) -> Result<CallToolResult, ErrorData> {
         let catalog = self.shared.executor.catalog();
         // The same rule as the list: a name longer than MCP allows, or shared by two
         // tools, names no tool.
         let mut matching: Vec<(String, Tool)> = catalog
             .plugins()
-            .flat_map(|(plugin, tools)| tools.filter(|t| separate_name(plugin, &t.definition.name) == name).map(move |t| (plugin.to_string(), t.clone())))
+            .flat_map(|(plugin, tools)| {
+                tools
+                    .filter(|t| separate_name(plugin, &t.definition.name) == name)
+                    .map(move |t| (plugin.to_string(), t.clone()))
+            })
             .collect();
         let found = if matching.len() == 1 && name.len() <= MAX_MCP_TOOL_NAME { matching.pop() } else { None };
         let Some((plugin, tool)) = found else {
-            return Err(ErrorData::invalid_params(format!("there is no tool named {name}; list the tools again, the plugins may have changed"), None));
+            return Err(ErrorData::invalid_params(
+                format!("there is no tool named {name}; list the tools again, the plugins may have changed"),
+                None,
+            ));
         };
         let input = Value::Object(arguments.unwrap_or_default());
         let (hooks, _) = Hooks::new(ctx.peer.clone(), None);
@@ -158,14 +185,27 @@ impl ServerHandler for CodemodeServer {
         std::borrow::Cow::Borrowed(ProtocolVersion::known_up_to(&ProtocolVersion::V_2025_11_25))
     }
 
-    async fn list_tools(&self, _request: Option<PaginatedRequestParams>, _ctx: RequestContext<RoleServer>) -> Result<ListToolsResult, ErrorData> {
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _ctx: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, ErrorData> {
         Ok(ListToolsResult::with_all_items(self.tools()))
     }
 
-    async fn call_tool(&self, request: CallToolRequestParams, ctx: RequestContext<RoleServer>) -> Result<CallToolResponse, ErrorData> {
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        ctx: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
         let result = match self.shared.config.mode {
             ServerMode::Code if request.name == EXECUTE => self.execute(request.arguments, ctx).await,
-            ServerMode::Code => return Err(ErrorData::invalid_params(format!("there is no tool named {}; the only tool is {EXECUTE}", request.name), None)),
+            ServerMode::Code => {
+                return Err(ErrorData::invalid_params(
+                    format!("there is no tool named {}; the only tool is {EXECUTE}", request.name),
+                    None,
+                ))
+            }
             ServerMode::Tools => self.call_separate(&request.name, request.arguments, ctx).await?,
         };
         Ok(result.into())
@@ -252,23 +292,25 @@ fn separate_tool(plugin: &str, tool: &Tool) -> McpTool {
     let mut t = McpTool::new(separate_name(plugin, &d.name), description, object(d.input_schema.clone()));
     t.title = d.title.clone();
     t.output_schema = d.output_schema.clone().map(|s| Arc::new(object(s)));
-    t.annotations = d.annotations.as_ref().and_then(|a| serde_json::to_value(a).ok()).and_then(|a| serde_json::from_value(a).ok());
+    t.annotations =
+        d.annotations.as_ref().and_then(|a| serde_json::to_value(a).ok()).and_then(|a| serde_json::from_value(a).ok());
     t
 }
 
-/// A plugin tool's result as the MCP result of a separate tool, its text cut at the cap.
-fn tool_result(result: ToolResult, cap: usize) -> CallToolResult {
-    let content = result
-        .content
-        .into_iter()
-        .map(|c| match c {
-            Content::Text { text } => ContentBlock::text(cut_text(&text, cap).text),
-            Content::Image { data, mime_type } => ContentBlock::image(data, mime_type),
-        })
-        .collect();
-    let mut out = if result.is_error { CallToolResult::error(content) } else { CallToolResult::success(content) };
-    out.structured_content = result.structured_content;
-    out
+/// A plugin tool's result as the MCP result of a separate tool: every content item
+/// passed on as it came (text cut at the cap), with its structured content and meta.
+fn tool_result(mut result: ToolResult, cap: usize) -> CallToolResult {
+    for item in &mut result.content {
+        if let Content::Text { text, .. } = item {
+            *text = cut_text(text, cap).text;
+        }
+    }
+    serde_json::to_value(&result).and_then(serde_json::from_value::<CallToolResult>).unwrap_or_else(|e| {
+        CallToolResult::error(vec![ContentBlock::text(format!(
+            "the tool's result could not be passed on ({e}); its text was: {}",
+            cut_text(&result.joined_text(), cap).text
+        ))])
+    })
 }
 
 /// A program's outcome as the `execute` result: the value as JSON text (a string as it
@@ -304,7 +346,10 @@ impl Hooks {
     /// Hooks for one request. With a progress token, a task sends the notifications in
     /// the order the calls finished; it ends once the hooks are dropped and it has sent
     /// them all, which the returned handle waits for.
-    fn new(peer: Peer<RoleServer>, progress_token: Option<ProgressToken>) -> (Self, Option<tokio::task::JoinHandle<()>>) {
+    fn new(
+        peer: Peer<RoleServer>,
+        progress_token: Option<ProgressToken>,
+    ) -> (Self, Option<tokio::task::JoinHandle<()>>) {
         let (progress, sent) = match &progress_token {
             None => (None, None),
             Some(_) => {
@@ -355,8 +400,12 @@ impl Approvals {
             ));
         }
         let shown = serde_json::to_string_pretty(&input).unwrap_or_default();
-        let message = format!("Allow the tool {tool} of plugin {plugin} to run with this input?\n\n{}", cut_text(&shown, 4096).text);
-        let schema = ElicitationSchema::from_json_schema(object(json!({ "type": "object", "properties": {} }))).map_err(|e| format!("asking for approval of {name} failed: {e}"))?;
+        let message = format!(
+            "Allow the tool {tool} of plugin {plugin} to run with this input?\n\n{}",
+            cut_text(&shown, 4096).text
+        );
+        let schema = ElicitationSchema::from_json_schema(object(json!({ "type": "object", "properties": {} })))
+            .map_err(|e| format!("asking for approval of {name} failed: {e}"))?;
         let request = ElicitRequestParams::FormElicitationParams { meta: None, message, requested_schema: schema };
         match peer.create_elicitation(request).await {
             Ok(answer) => match answer.action {
@@ -375,7 +424,14 @@ mod tests {
     use std::time::Duration;
 
     fn outcome(kind: OutcomeKind, console: &str) -> Outcome {
-        Outcome { kind, console: console.into(), console_dropped_bytes: 0, tool_calls: 0, elapsed: Duration::ZERO, sandbox_missing: Vec::new() }
+        Outcome {
+            kind,
+            console: console.into(),
+            console_dropped_bytes: 0,
+            tool_calls: 0,
+            elapsed: Duration::ZERO,
+            sandbox_missing: Vec::new(),
+        }
     }
 
     fn texts(result: &CallToolResult) -> Vec<String> {
@@ -387,7 +443,10 @@ mod tests {
         let r = program_result(&outcome(OutcomeKind::Ok { value: Some("{\"a\":[1,2]}".into()) }, "one\ntwo\n"), 1024);
         assert_eq!(r.is_error, Some(false));
         assert_eq!(texts(&r), ["{\"a\":[1,2]}", "Console output:\none\ntwo"]);
-        assert_eq!(texts(&program_result(&outcome(OutcomeKind::Ok { value: Some("\"hi\\nthere\"".into()) }, ""), 1024)), ["hi\nthere"]);
+        assert_eq!(
+            texts(&program_result(&outcome(OutcomeKind::Ok { value: Some("\"hi\\nthere\"".into()) }, ""), 1024)),
+            ["hi\nthere"]
+        );
         assert_eq!(texts(&program_result(&outcome(OutcomeKind::Ok { value: None }, ""), 1024)), ["undefined"]);
     }
 
@@ -395,13 +454,18 @@ mod tests {
     fn failures_are_error_results_naming_the_reason() {
         let r = program_result(&outcome(OutcomeKind::CpuLimit { limit_ms: 500 }, ""), 1024);
         assert_eq!(r.is_error, Some(true));
-        assert!(texts(&r)[0].starts_with("CPU limit: the program ran JavaScript for more than 500 ms"), "{:?}", texts(&r));
+        assert!(
+            texts(&r)[0].starts_with("CPU limit: the program ran JavaScript for more than 500 ms"),
+            "{:?}",
+            texts(&r)
+        );
     }
 
     #[test]
     fn large_values_are_cut_to_valid_json_under_the_cap() {
         let big: Vec<u32> = (0..5000).collect();
-        let r = program_result(&outcome(OutcomeKind::Ok { value: Some(serde_json::to_string(&big).unwrap()) }, ""), 512);
+        let r =
+            program_result(&outcome(OutcomeKind::Ok { value: Some(serde_json::to_string(&big).unwrap()) }, ""), 512);
         let text = &texts(&r)[0];
         assert!(text.len() <= 512, "{}", text.len());
         assert!(serde_json::from_str::<Value>(text).is_ok(), "{text}");
@@ -417,7 +481,12 @@ mod tests {
     fn separate_names_that_collide_or_run_long_are_left_out() {
         let tool = |name: String| McpTool::new(name, "d", serde_json::Map::new());
         let long = "p".repeat(64) + SEPARATOR + &"t".repeat(64);
-        let kept = usable_separate_tools(vec![tool(separate_name("a__b", "c")), tool(separate_name("a", "b__c")), tool(separate_name("a", "d")), tool(long)]);
+        let kept = usable_separate_tools(vec![
+            tool(separate_name("a__b", "c")),
+            tool(separate_name("a", "b__c")),
+            tool(separate_name("a", "d")),
+            tool(long),
+        ]);
         assert_eq!(kept.iter().map(|t| t.name.to_string()).collect::<Vec<_>>(), ["a__d"]);
     }
 }

@@ -4,30 +4,53 @@
 
 use std::time::Duration;
 
-use codemode::{Catalog, Content, Executor, LaunchMode, Limits, Outcome, OutcomeKind, Tool, ToolDefinition, ToolResult};
+use codemode::{
+    Catalog, Content, Executor, LaunchMode, Limits, Outcome, OutcomeKind, Tool, ToolDefinition, ToolResult,
+};
 use serde_json::{json, Value};
 
 pub fn def(name: &str, output_schema: Option<Value>) -> ToolDefinition {
-    ToolDefinition { output_schema, ..ToolDefinition::new(name, format!("test tool {name}"), json!({"type": "object"})) }
+    ToolDefinition {
+        output_schema,
+        ..ToolDefinition::new(name, format!("test tool {name}"), json!({"type": "object"}))
+    }
 }
 
 /// Tools that exercise every result shape and timing the tests need.
 pub fn test_catalog() -> Catalog {
     let mut c = Catalog::new();
-    c.add("math", Tool::from_fn(def("add", None), |i, _| async move { ToolResult::text((i["a"].as_i64().unwrap_or(0) + i["b"].as_i64().unwrap_or(0)).to_string()) })).unwrap();
+    c.add(
+        "math",
+        Tool::from_fn(def("add", None), |i, _| async move {
+            ToolResult::text((i["a"].as_i64().unwrap_or(0) + i["b"].as_i64().unwrap_or(0)).to_string())
+        }),
+    )
+    .unwrap();
     c.add("echo", Tool::from_fn(def("echo", None), |i, _| async move { ToolResult::json(i) })).unwrap();
-    c.add("echo", Tool::from_fn(def("structured", Some(json!({"type": "object"}))), |i, _| async move { ToolResult::json(json!({ "got": i })) })).unwrap();
+    c.add(
+        "echo",
+        Tool::from_fn(def("structured", Some(json!({"type": "object"}))), |i, _| async move {
+            ToolResult::json(json!({ "got": i }))
+        }),
+    )
+    .unwrap();
     c.add(
         "echo",
         Tool::from_fn(def("picture", None), |_, _| async move {
             ToolResult {
-                content: vec![Content::Text { text: "a red dot".into() }, Content::Image { data: "iVBORw0KGgo=".into(), mime_type: "image/png".into() }],
+                content: vec![Content::text("a red dot"), Content::image("iVBORw0KGgo=", "image/png")],
                 ..Default::default()
             }
         }),
     )
     .unwrap();
-    c.add("echo", Tool::from_fn(def("fail", None), |i, _| async move { ToolResult::error(format!("no such city: {}", i["city"].as_str().unwrap_or("?"))) })).unwrap();
+    c.add(
+        "echo",
+        Tool::from_fn(def("fail", None), |i, _| async move {
+            ToolResult::error(format!("no such city: {}", i["city"].as_str().unwrap_or("?")))
+        }),
+    )
+    .unwrap();
     c.add(
         "echo",
         Tool::from_fn(def("panic", None), |_, _| async move {
@@ -49,12 +72,24 @@ pub fn test_catalog() -> Catalog {
         }),
     )
     .unwrap();
-    c.add("my-db", Tool::from_fn(def("search-rows", None), |i, _| async move { ToolResult::text(format!("rows for {}", i["q"].as_str().unwrap_or(""))) })).unwrap();
+    c.add(
+        "my-db",
+        Tool::from_fn(def("search-rows", None), |i, _| async move {
+            ToolResult::text(format!("rows for {}", i["q"].as_str().unwrap_or("")))
+        }),
+    )
+    .unwrap();
     c
 }
 
 pub async fn executor_with(mode: LaunchMode, limits: Limits, catalog: Catalog) -> Executor {
-    Executor::builder().launch_mode(mode).limits(limits).catalog(catalog).build().await.expect("executor starts (is sandbox-worker built? scripts/test builds it)")
+    Executor::builder()
+        .launch_mode(mode)
+        .limits(limits)
+        .catalog(catalog)
+        .build()
+        .await
+        .expect("executor starts (is sandbox-worker built? scripts/test builds it)")
 }
 
 pub async fn executor() -> Executor {
@@ -72,6 +107,53 @@ pub fn error_of(outcome: &Outcome) -> (String, String) {
     match &outcome.kind {
         OutcomeKind::Error { name, message, .. } => (name.clone(), message.clone()),
         other => panic!("expected an error, got {other:?}"),
+    }
+}
+
+/// Adds `watch.wait` to `catalog`: a tool that reports on the returned receiver when a
+/// call starts, then waits until the call is given up. Tests wait for it instead of
+/// sleeping until a program has probably reached its tool call.
+pub fn add_watched_tool(catalog: &mut Catalog) -> tokio::sync::mpsc::UnboundedReceiver<()> {
+    let (started_tx, started) = tokio::sync::mpsc::unbounded_channel();
+    catalog
+        .add(
+            "watch",
+            Tool::from_fn(def("wait", None), move |_, ctx| {
+                let started = started_tx.clone();
+                async move {
+                    let _ = started.send(());
+                    ctx.cancel.cancelled().await;
+                    ToolResult::error("given up")
+                }
+            }),
+        )
+        .unwrap();
+    started
+}
+
+/// Waits until `done` holds, checking every 10 ms, for at most `limit`; says whether it
+/// came true. For events the test can only observe from outside (a process gone, a file
+/// written by a plugin, a catalog refreshed in the background).
+pub async fn eventually(limit: Duration, mut done: impl FnMut() -> bool) -> bool {
+    let deadline = std::time::Instant::now() + limit;
+    loop {
+        if done() {
+            return true;
+        }
+        if std::time::Instant::now() > deadline {
+            return false;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
+
+/// True once `pid` has exited (gone, or a zombie waiting to be reaped).
+pub fn exited(pid: i32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/status")) {
+        Ok(status) => {
+            status.lines().any(|l| l.starts_with("State:") && (l.contains("Z (zombie)") || l.contains("X (dead)")))
+        }
+        Err(_) => true,
     }
 }
 

@@ -9,7 +9,7 @@
 // Whatever a program throws, rejects or leaves behind ends in an outcome the driver
 // reports itself (`op_codemode_finish`): no exception of the program reaches
 // deno_core's error conversion, which cannot describe every value.
-const { defineValue, describeThrown, isEngineInternal, makeConsole, setLine1Prefix } = common;
+const { defineValue, describeThrown, isEngineInternal, keepOnlyGlobals, makeConsole, setLine1Prefix } = common;
 const core = globalThis.Deno.core;
 const {
   op_codemode_tool_call: opToolCall,
@@ -31,7 +31,6 @@ const {
   MathMin,
   ObjectCreate,
   ObjectFreeze,
-  ObjectGetPrototypeOf,
   ObjectPrototype,
   PromisePrototypeThen,
   PromiseReject,
@@ -39,10 +38,8 @@ const {
   Proxy: ProxyCtor,
   ReflectGet,
   ReflectHas,
-  ReflectOwnKeys,
   ReflectApply,
   ReflectConstruct,
-  ReflectDeleteProperty,
   SafeSet,
   SetPrototypeHas,
   StringPrototypeCharCodeAt,
@@ -354,31 +351,6 @@ core.setUnhandledPromiseRejectionHandler((promise, reason) => {
   return true;
 });
 
-// ------------------------------------------------------- global scope audit
-// The ECMAScript language (ECMA-262 and ECMA-402 globals) and nothing else.
-const LANGUAGE = new SafeSet([
-  "globalThis", "Infinity", "NaN", "undefined", "eval", "isFinite", "isNaN", "parseFloat", "parseInt",
-  "decodeURI", "decodeURIComponent", "encodeURI", "encodeURIComponent", "escape", "unescape",
-  "Object", "Function", "Boolean", "Symbol", "Error", "AggregateError", "EvalError", "RangeError",
-  "ReferenceError", "SyntaxError", "TypeError", "URIError", "SuppressedError", "Number", "BigInt", "Math", "Date",
-  "String", "RegExp", "Array", "Int8Array", "Uint8Array", "Uint8ClampedArray", "Int16Array", "Uint16Array",
-  "Int32Array", "Uint32Array", "BigInt64Array", "BigUint64Array", "Float16Array", "Float32Array", "Float64Array",
-  "Map", "Set", "WeakMap", "WeakSet", "ArrayBuffer", "SharedArrayBuffer", "DataView", "Atomics", "JSON",
-  "WeakRef", "FinalizationRegistry", "Iterator", "Promise", "Proxy", "Reflect", "DisposableStack",
-  "AsyncDisposableStack", "Intl", "Temporal",
-]);
-const globalKeys = ReflectOwnKeys(globalThis);
-for (let i = 0; i < globalKeys.length; i++) {
-  const key = globalKeys[i];
-  if (typeof key === "string" && SetPrototypeHas(LANGUAGE, key)) continue;
-  ReflectDeleteProperty(globalThis, key);
-}
-defineValue(globalThis, "console", consoleObject, { __proto__: null, writable: true, configurable: true });
-const left = [];
-const remaining = ReflectOwnKeys(globalThis);
-for (let i = 0; i < remaining.length; i++) {
-  const key = remaining[i];
-  if (typeof key !== "string" || (!SetPrototypeHas(LANGUAGE, key) && key !== "console")) ArrayPrototypePush(left, typeof key === "string" ? key : "a symbol");
-}
-if (left.length) throw new ProgramError(`the global scope still holds non-language names after cleanup: ${ArrayPrototypeJoin(left, ", ")}`);
-if (ObjectGetPrototypeOf(globalThis) !== ObjectPrototype) throw new ProgramError("the global object has an unexpected prototype");
+// ------------------------------------------------------------- global scope
+// The ECMAScript language, `console`, and `tools` (defined per program by `start`).
+keepOnlyGlobals([["console", consoleObject, true]]);

@@ -20,6 +20,7 @@ const common = (function () {
     ArrayIsArray,
     ArrayPrototypePush,
     ArrayPrototypeJoin,
+    Error: ErrorCtor,
     ErrorPrototype,
     JSONStringify,
     MathMin,
@@ -27,9 +28,12 @@ const common = (function () {
     NumberParseInt,
     ObjectCreate,
     ObjectDefineProperty,
+    ObjectGetPrototypeOf,
     ObjectKeys,
     ObjectPrototype,
     ObjectPrototypeIsPrototypeOf,
+    ReflectDeleteProperty,
+    ReflectOwnKeys,
     SafeSet,
     SetPrototypeHas,
     SetPrototypeAdd,
@@ -306,10 +310,13 @@ const common = (function () {
    * `write(level, text)`. Levels: 0 log, 1 debug, 2 warn, 3 error.
    */
   function makeConsole(write) {
+    // Strings (the usual case) are written as they are, without formatting machinery.
+    const one = (value) => (typeof value === "string" ? value : inspect(value, new SafeSet(), 0));
     const line = (args) => {
-      const parts = [];
-      for (let i = 0; i < args.length; i++) ArrayPrototypePush(parts, inspect(args[i], new SafeSet(), 0));
-      return ArrayPrototypeJoin(parts, " ");
+      if (args.length === 1) return one(args[0]);
+      let text = "";
+      for (let i = 0; i < args.length; i++) text += (i ? " " : "") + one(args[i]);
+      return text;
     };
     const console = ObjectCreate(ObjectPrototype);
     const methods = [["log", 0], ["info", 0], ["debug", 1], ["trace", 1], ["warn", 2], ["error", 3], ["dir", 0]];
@@ -336,6 +343,50 @@ const common = (function () {
     return console;
   }
 
+  // ----------------------------------------------------------------- global scope
+
+  /** The ECMAScript language's globals (ECMA-262 and ECMA-402): what every runtime keeps. */
+  const LANGUAGE_GLOBALS = new SafeSet([
+    "globalThis", "Infinity", "NaN", "undefined", "eval", "isFinite", "isNaN", "parseFloat", "parseInt",
+    "decodeURI", "decodeURIComponent", "encodeURI", "encodeURIComponent", "escape", "unescape",
+    "Object", "Function", "Boolean", "Symbol", "Error", "AggregateError", "EvalError", "RangeError",
+    "ReferenceError", "SyntaxError", "TypeError", "URIError", "SuppressedError", "Number", "BigInt", "Math", "Date",
+    "String", "RegExp", "Array", "Int8Array", "Uint8Array", "Uint8ClampedArray", "Int16Array", "Uint16Array",
+    "Int32Array", "Uint32Array", "BigInt64Array", "BigUint64Array", "Float16Array", "Float32Array", "Float64Array",
+    "Map", "Set", "WeakMap", "WeakSet", "ArrayBuffer", "SharedArrayBuffer", "DataView", "Atomics", "JSON",
+    "WeakRef", "FinalizationRegistry", "Iterator", "Promise", "Proxy", "Reflect", "DisposableStack",
+    "AsyncDisposableStack", "Intl", "Temporal",
+  ]);
+
+  /**
+   * Strips the global object to the ECMAScript language plus `extras` (`[name, value,
+   * writable]`, defined configurable and not enumerable), then checks the result: a
+   * runtime whose global scope still holds anything else throws instead of running
+   * user code. An allowlist, so whatever the engine or deno_core adds is removed.
+   */
+  function keepOnlyGlobals(extras) {
+    const wanted = new SafeSet();
+    for (let i = 0; i < extras.length; i++) SetPrototypeAdd(wanted, extras[i][0]);
+    const keys = ReflectOwnKeys(globalThis);
+    for (let i = 0; i < keys.length; i++) {
+      const key = keys[i];
+      if (typeof key === "string" && SetPrototypeHas(LANGUAGE_GLOBALS, key)) continue;
+      ReflectDeleteProperty(globalThis, key);
+    }
+    for (let i = 0; i < extras.length; i++) {
+      defineValue(globalThis, extras[i][0], extras[i][1], { __proto__: null, writable: extras[i][2], configurable: true });
+    }
+    const left = [];
+    const remaining = ReflectOwnKeys(globalThis);
+    for (let i = 0; i < remaining.length; i++) {
+      const key = remaining[i];
+      if (typeof key === "string" && (SetPrototypeHas(LANGUAGE_GLOBALS, key) || SetPrototypeHas(wanted, key))) continue;
+      ArrayPrototypePush(left, typeof key === "string" ? key : "a symbol");
+    }
+    if (left.length) throw new ErrorCtor(`the global scope still holds names outside the allowlist after cleanup: ${ArrayPrototypeJoin(left, ", ")}`);
+    if (ObjectGetPrototypeOf(globalThis) !== ObjectPrototype) throw new ErrorCtor("the global object has an unexpected prototype");
+  }
+
   /** Defines a value property from a null-prototype descriptor (immune to Object.prototype accessors). */
   function defineValue(object, key, value, { writable = false, enumerable = false, configurable = false } = { __proto__: null }) {
     ObjectDefineProperty(object, key, { __proto__: null, value, writable, enumerable, configurable });
@@ -348,6 +399,7 @@ const common = (function () {
     describeThrown,
     inspect,
     isEngineInternal,
+    keepOnlyGlobals,
     makeConsole,
     setLine1Prefix,
     textOf,

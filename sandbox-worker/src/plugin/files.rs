@@ -10,8 +10,8 @@ use std::path::{Path, PathBuf};
 
 use deno_core::error::ModuleLoaderError;
 use deno_core::{
-    resolve_import, ModuleLoadOptions, ModuleLoadReferrer, ModuleLoadResponse, ModuleLoader, ModuleResolveResponse, ModuleSource, ModuleSourceCode,
-    ModuleSpecifier, ModuleType, ResolutionKind,
+    resolve_import, ModuleLoadOptions, ModuleLoadReferrer, ModuleLoadResponse, ModuleLoader, ModuleResolveResponse,
+    ModuleSource, ModuleSourceCode, ModuleSpecifier, ModuleType, ResolutionKind,
 };
 use deno_error::JsErrorBox;
 use protocol::manifest::{Manifest, ManifestError};
@@ -80,7 +80,8 @@ impl PluginFiles {
         let mut total = 0u64;
         let mut pending = vec![dir.to_path_buf()];
         while let Some(folder) = pending.pop() {
-            let entries = std::fs::read_dir(&folder).map_err(|source| FilesError::Read { path: folder.clone(), source })?;
+            let entries =
+                std::fs::read_dir(&folder).map_err(|source| FilesError::Read { path: folder.clone(), source })?;
             for entry in entries {
                 let entry = entry.map_err(|source| FilesError::Read { path: folder.clone(), source })?;
                 let path = entry.path();
@@ -90,7 +91,8 @@ impl PluginFiles {
                     pending.push(path);
                     continue;
                 }
-                let is_module = path.extension().and_then(|e| e.to_str()).is_some_and(|e| MODULE_EXTENSIONS.contains(&e));
+                let is_module =
+                    path.extension().and_then(|e| e.to_str()).is_some_and(|e| MODULE_EXTENSIONS.contains(&e));
                 if !kind.is_file() || !is_module {
                     continue;
                 }
@@ -98,9 +100,13 @@ impl PluginFiles {
                 let size = entry.metadata().map_err(|source| FilesError::Read { path: path.clone(), source })?.len();
                 total += size;
                 if total > MAX_TOTAL_BYTES || modules.len() >= MAX_FILES {
-                    return Err(FilesError::TooLarge { dir: dir.to_path_buf(), what: format!("{} MiB or {MAX_FILES} files", MAX_TOTAL_BYTES >> 20) });
+                    return Err(FilesError::TooLarge {
+                        dir: dir.to_path_buf(),
+                        what: format!("{} MiB or {MAX_FILES} files", MAX_TOTAL_BYTES >> 20),
+                    });
                 }
-                let text = std::fs::read_to_string(&path).map_err(|source| FilesError::Read { path: path.clone(), source })?;
+                let text =
+                    std::fs::read_to_string(&path).map_err(|source| FilesError::Read { path: path.clone(), source })?;
                 let relative = path.strip_prefix(dir).unwrap_or(&path).to_string_lossy().replace('\\', "/");
                 modules.insert(module_url(&relative)?, text);
             }
@@ -119,9 +125,10 @@ impl PluginFiles {
 }
 
 fn module_url(relative: &str) -> Result<ModuleSpecifier, FilesError> {
-    ModuleSpecifier::parse(ROOT_URL)
-        .and_then(|root| root.join(relative))
-        .map_err(|e| FilesError::Read { path: relative.into(), source: std::io::Error::new(std::io::ErrorKind::InvalidInput, e) })
+    ModuleSpecifier::parse(ROOT_URL).and_then(|root| root.join(relative)).map_err(|e| FilesError::Read {
+        path: relative.into(),
+        source: std::io::Error::new(std::io::ErrorKind::InvalidInput, e),
+    })
 }
 
 /// Serves a plugin's modules from memory.
@@ -131,7 +138,10 @@ pub struct PluginModules {
 
 impl ModuleLoader for PluginModules {
     fn resolve(&self, specifier: &str, referrer: &str, _kind: ResolutionKind) -> ModuleResolveResponse {
-        let is_relative = specifier.starts_with("./") || specifier.starts_with("../") || specifier.starts_with('/') || specifier.starts_with(ROOT_URL);
+        let is_relative = specifier.starts_with("./")
+            || specifier.starts_with("../")
+            || specifier.starts_with('/')
+            || specifier.starts_with(ROOT_URL);
         if !is_relative {
             return Err(JsErrorBox::generic(format!(
                 "{referrer} imports {specifier:?}: a plugin imports only its own files, by relative path (\"./lib.js\"); bundle packages into the plugin's folder"
@@ -139,14 +149,26 @@ impl ModuleLoader for PluginModules {
         }
         let url = resolve_import(specifier, referrer).map_err(JsErrorBox::from_err)?;
         if !url.as_str().starts_with(ROOT_URL) {
-            return Err(JsErrorBox::generic(format!("{referrer} imports {specifier:?}, which is outside the plugin's folder")));
+            return Err(JsErrorBox::generic(format!(
+                "{referrer} imports {specifier:?}, which is outside the plugin's folder"
+            )));
         }
         Ok(url)
     }
 
-    fn load(&self, specifier: &ModuleSpecifier, referrer: Option<&ModuleLoadReferrer>, _options: ModuleLoadOptions) -> ModuleLoadResponse {
+    fn load(
+        &self,
+        specifier: &ModuleSpecifier,
+        referrer: Option<&ModuleLoadReferrer>,
+        _options: ModuleLoadOptions,
+    ) -> ModuleLoadResponse {
         let found: Result<ModuleSource, ModuleLoaderError> = match self.modules.get(specifier) {
-            Some(code) => Ok(ModuleSource::new(ModuleType::JavaScript, ModuleSourceCode::String(code.clone().into()), specifier, None)),
+            Some(code) => Ok(ModuleSource::new(
+                ModuleType::JavaScript,
+                ModuleSourceCode::String(code.clone().into()),
+                specifier,
+                None,
+            )),
             None => {
                 let from = referrer.map(|r| format!(" (imported by {})", r.specifier)).unwrap_or_default();
                 Err(JsErrorBox::generic(format!("module {specifier} is not a .js or .mjs file of this plugin{from}")))
@@ -184,8 +206,14 @@ mod tests {
         let loader = files.loader();
         assert_eq!(loader.modules.len(), 2);
         let main = files.main.as_str();
-        assert_eq!(loader.resolve("./lib/util.mjs", main, ResolutionKind::Import).unwrap().as_str(), "file:///plugin/lib/util.mjs");
-        let e = loader.resolve("../../etc/passwd", "file:///plugin/lib/util.mjs", ResolutionKind::Import).unwrap_err().to_string();
+        assert_eq!(
+            loader.resolve("./lib/util.mjs", main, ResolutionKind::Import).unwrap().as_str(),
+            "file:///plugin/lib/util.mjs"
+        );
+        let e = loader
+            .resolve("../../etc/passwd", "file:///plugin/lib/util.mjs", ResolutionKind::Import)
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("outside the plugin's folder"), "{e}");
         let e = loader.resolve("lodash", main, ResolutionKind::Import).unwrap_err().to_string();
         assert!(e.contains("a plugin imports only its own files"), "{e}");

@@ -35,7 +35,6 @@ use crate::step_clock::StepClock;
 use files::PluginFiles;
 use ops::{codemode_plugin, PluginDriver, PluginLink, PluginSetup};
 
-
 /// What the host passes on the command line.
 #[derive(Debug, Clone)]
 pub struct PluginOptions {
@@ -59,18 +58,29 @@ pub fn run(options: PluginOptions) -> ! {
     crate::die_with_host(options.host_pid);
     let link = Rc::new(PluginLink::default());
     let name = options.name.clone();
-    let files = PluginFiles::load(&options.dir).unwrap_or_else(|e| refuse(&link, &format!("plugin {name} cannot load: {e}")));
-    let base = memory::current_data_bytes().unwrap_or_else(|e| crate::fail(&format!("cannot measure memory: {e}"))) + crate::SPAWNED_ENGINE_ALLOWANCE;
+    let files =
+        PluginFiles::load(&options.dir).unwrap_or_else(|e| refuse(&link, &format!("plugin {name} cannot load: {e}")));
+    let base = memory::current_data_bytes().unwrap_or_else(|e| crate::fail(&format!("cannot measure memory: {e}")))
+        + crate::SPAWNED_ENGINE_ALLOWANCE;
 
-    let policy = sandbox::enter_template(&[0, 1, 2], &options.sandbox, crate::engine::ENGINE_GENERATES_CODE, Environment::EngineSwitchesOnly)
-        .unwrap_or_else(|e| refuse(&link, &format!("plugin {name} cannot enter its sandbox: {e}")));
+    let policy = sandbox::enter_template(
+        &[0, 1, 2],
+        &options.sandbox,
+        crate::engine::ENGINE_GENERATES_CODE,
+        Environment::EngineSwitchesOnly,
+    )
+    .unwrap_or_else(|e| refuse(&link, &format!("plugin {name} cannot enter its sandbox: {e}")));
     crate::fork_and_mirror();
     if let Err(e) = sandbox::enter_worker(&policy, &[0, 1, 2], 0) {
         refuse(&link, &format!("plugin {name} cannot enter its sandbox: {e}"));
     }
 
-    let mut runtime = crate::engine::new_runtime(vec![codemode_plugin::init()], Some(Rc::new(files.loader())), Some(options.memory_bytes))
-        .unwrap_or_else(|e| refuse(&link, &format!("plugin {name}: {e}")));
+    let mut runtime = crate::engine::new_runtime(
+        vec![codemode_plugin::init()],
+        Some(Rc::new(files.loader())),
+        Some(options.memory_bytes),
+    )
+    .unwrap_or_else(|e| refuse(&link, &format!("plugin {name}: {e}")));
     runtime.op_state().borrow_mut().put(Rc::clone(&link));
     runtime.op_state().borrow_mut().put(PluginSetup {
         plugin: name.clone(),
@@ -97,12 +107,16 @@ pub fn run(options: PluginOptions) -> ! {
     let memory_trip = MemoryTrip::new(&mut runtime);
     memory::set_heap_limit(&mut runtime, options.memory_bytes, &memory_trip);
 
-    let event_loop = event_loop(&link, &clock).unwrap_or_else(|e| refuse(&link, &format!("plugin {name}: cannot start the event loop: {e}")));
+    let event_loop = event_loop(&link, &clock)
+        .unwrap_or_else(|e| refuse(&link, &format!("plugin {name}: cannot start the event loop: {e}")));
     let main = files.main.clone();
     let ended = event_loop.block_on(async {
         let module = runtime.load_main_es_module(&main).await.map_err(|e| format!("{main} does not load: {e}"))?;
         let evaluated = runtime.mod_evaluate(module);
-        runtime.with_event_loop_future(evaluated, PollEventLoopOptions::default()).await.map_err(|e| format!("{main} threw while it was evaluated: {e}"))?;
+        runtime
+            .with_event_loop_future(evaluated, PollEventLoopOptions::default())
+            .await
+            .map_err(|e| format!("{main} threw while it was evaluated: {e}"))?;
         let namespace = runtime.get_module_namespace(module).map_err(|e| e.to_string())?;
         let namespace = {
             deno_core::scope!(scope, &mut runtime);
@@ -110,7 +124,10 @@ pub fn run(options: PluginOptions) -> ! {
             deno_core::v8::Global::new(scope, deno_core::v8::Local::<deno_core::v8::Value>::from(local))
         };
         let serve = runtime.call_with_args(&driver, &[namespace]);
-        runtime.with_event_loop_promise(Box::pin(serve), PollEventLoopOptions::default()).await.map_err(|e| e.to_string())?;
+        runtime
+            .with_event_loop_promise(Box::pin(serve), PollEventLoopOptions::default())
+            .await
+            .map_err(|e| e.to_string())?;
         Ok::<(), String>(())
     });
     let reason = stop_reason(ended, &options, &memory_trip, &clock);
@@ -119,7 +136,11 @@ pub fn run(options: PluginOptions) -> ! {
         None => format!("plugin {name}: {reason}"),
     });
     drop(runtime);
-    crate::exit_now(if clock.tripped() { protocol::worker::WorkerExit::CpuLimit.code() } else { protocol::worker::WorkerExit::SetupFailed.code() })
+    crate::exit_now(if clock.tripped() {
+        protocol::worker::WorkerExit::CpuLimit.code()
+    } else {
+        protocol::worker::WorkerExit::SetupFailed.code()
+    })
 }
 
 /// Why the plugin stopped serving. Limits win over the error their termination caused.

@@ -1,30 +1,42 @@
 //! The plugin runtime's ops: the bridge between `plugin.js` and the host's JSON-RPC
 //! stream on standard input and output.
 //!
-//! `plugin.js` takes these ops out of `Deno.core` before the plugin's modules load:
+//! Every line is read and written here with the typed messages of
+//! [`protocol::plugin`]; `plugin.js` never sees JSON-RPC. It receives [`Delivery`]
+//! values (a host request under a *ticket*, a cancellation, the answer to one of its own
+//! requests) and answers through one op per kind of answer:
 //!
-//! - `op_plugin_recv` resolves with the host's next message (one JSON-RPC line); the
-//!   event loop's park hook reads it from standard input ([`PluginLink::wait_for_host`]);
-//! - `op_plugin_answer` writes the answer to a host request and marks it settled;
-//! - `op_plugin_send` writes a request or notification of the plugin's own
-//!   (`host/fetch`, `host/cancel`, `host/tools.changed`);
+//! - `op_plugin_recv` resolves with the next [`Delivery`]; the event loop's park hook
+//!   reads the host's line from standard input ([`PluginLink::wait_for_host`]);
+//! - `op_plugin_answer_initialize`, `op_plugin_answer_tools` and `op_plugin_answer_call`
+//!   answer the host's requests (a tool's result is checked against MCP's
+//!   `CallToolResult` here, so a malformed one fails the call with the reason);
+//! - `op_plugin_fetch`, `op_plugin_approve` and `op_plugin_cancel_request` are the
+//!   plugin's own requests (`host/fetch`, `host/approve`, `host/cancel`);
+//!   `op_plugin_tools_changed` announces a changed tool list;
 //! - `op_plugin_log` writes console output to standard error, which the host logs;
 //! - `op_plugin_setup` and `op_plugin_register_driver` connect `plugin.js` to
 //!   [`super::run`].
 //!
-//! The link also remembers which host requests are unanswered, so that a plugin stopped
-//! by a limit still answers each of them with the reason ([`PluginLink::fail_in_flight`]).
+//! The link remembers which host requests are unanswered, so that a plugin stopped by a
+//! limit still answers each of them with the reason ([`PluginLink::fail_in_flight`]).
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::collections::{BTreeMap, VecDeque};
 use std::io::{BufRead, Write};
 use std::rc::Rc;
 
-use deno_core::{op2, v8, OpState};
+use base64::Engine as _;
+use deno_core::{op2, v8, OpState, ToJsBuffer};
 use deno_error::JsErrorBox;
 use futures::channel::oneshot;
+use protocol::mcp::CallToolResult;
+use protocol::plugin::{
+    ApproveParams, ApproveResult, CallContext, FetchParams, FetchResult, HostMessage, HostRequest, Outgoing,
+    PluginNotification, PluginRequest, RequestId, RpcError,
+};
 use serde::Serialize;
-use serde_json::{json, Value};
+use serde_json::Value;
 
 use crate::step_clock::StepClock;
 
@@ -49,27 +61,99 @@ pub struct PluginDriver(pub v8::Global<v8::Function>);
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct InFlight {
     /// Its JSON-RPC id, as the host sent it.
-    pub id: Value,
-    /// Its method.
-    pub method: String,
+    pub id: RequestId,
     /// The tool, for `tool/call`.
     pub tool: Option<String>,
+}
+
+/// One thing for `plugin.js` to handle, already read and checked.
+#[derive(Debug, Serialize)]
+#[serde(tag = "kind", rename_all = "camelCase", rename_all_fields = "camelCase")]
+pub enum Delivery {
+    /// `initialize`: answer with `op_plugin_answer_initialize`.
+    Initialize { ticket: u32 },
+    /// `tools/list`: answer with `op_plugin_answer_tools`.
+    ToolsList { ticket: u32 },
+    /// `tool/call`: answer with `op_plugin_answer_call`.
+    Call { ticket: u32, name: String, input: Value, context: CallContext },
+    /// `tool/cancel` of a call still running: abort it (it needs no answer any more).
+    Cancel { ticket: u32 },
+    /// The host's answer to `host/fetch` number `request`.
+    Fetched { request: u32, response: FetchedResponse },
+    /// The host's answer to `host/approve` number `request`.
+    Approved { request: u32, approved: bool, reason: Option<String> },
+    /// The host refused one of the plugin's own requests, or answered it with
+    /// something this runtime cannot read.
+    Refused { request: u32, message: String },
+}
+
+/// A `host/fetch` answer as `Response` reads it: the body as text when it is UTF-8,
+/// otherwise as bytes (decoded here, not in JavaScript).
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct FetchedResponse {
+    status: u16,
+    status_text: String,
+    url: String,
+    headers: Vec<(String, String)>,
+    text: Option<String>,
+    /// Arrives in JavaScript as a `Uint8Array`.
+    #[serde(serialize_with = "as_js_bytes")]
+    bytes: Option<Vec<u8>>,
+}
+
+fn as_js_bytes<S: serde::Serializer>(bytes: &Option<Vec<u8>>, serializer: S) -> Result<S::Ok, S::Error> {
+    bytes.clone().map(ToJsBuffer::from).serialize(serializer)
+}
+
+impl FetchedResponse {
+    fn from_result(result: FetchResult) -> Result<Self, String> {
+        let bytes = match result.body_base64 {
+            Some(encoded) => Some(
+                base64::engine::general_purpose::STANDARD
+                    .decode(encoded.as_bytes())
+                    .map_err(|e| format!("the host's answer carries a body that is not base64: {e}"))?,
+            ),
+            None => None,
+        };
+        let text = if bytes.is_none() { Some(result.body.unwrap_or_default()) } else { None };
+        Ok(Self {
+            status: result.status,
+            status_text: result.status_text,
+            url: result.url,
+            headers: result.headers,
+            text,
+            bytes,
+        })
+    }
+}
+
+/// What one of the plugin's own requests was.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum OwnRequest {
+    Fetch,
+    Approve,
 }
 
 /// The plugin's end of the host's stream.
 #[derive(Default)]
 pub struct PluginLink {
-    inbox: RefCell<VecDeque<String>>,
-    waiter: RefCell<Option<oneshot::Sender<String>>>,
-    /// Unanswered host requests, by the JSON text of their id.
-    in_flight: RefCell<BTreeMap<String, InFlight>>,
+    inbox: RefCell<VecDeque<Delivery>>,
+    waiter: RefCell<Option<oneshot::Sender<Delivery>>>,
+    /// Unanswered host requests, by ticket.
+    in_flight: RefCell<BTreeMap<u32, InFlight>>,
+    next_ticket: Cell<u32>,
+    /// The plugin's own requests still waiting for the host, by number.
+    own: RefCell<BTreeMap<u32, OwnRequest>>,
+    next_own: Cell<u32>,
     /// True once an `initialize` request arrived.
-    initialize_seen: std::cell::Cell<bool>,
+    initialize_seen: Cell<bool>,
 }
 
 impl PluginLink {
-    /// Writes one message line to the host; a host that stopped reading is gone.
-    pub fn write_line(&self, line: &str) {
+    /// Writes one message to the host; a host that stopped reading is gone.
+    fn write(&self, message: &Outgoing) {
+        let line = message.to_line();
         let mut out = std::io::stdout().lock();
         if out.write_all(line.as_bytes()).and_then(|()| out.write_all(b"\n")).and_then(|()| out.flush()).is_err() {
             crate::exit_as(protocol::worker::WorkerExit::HostGone);
@@ -85,32 +169,105 @@ impl PluginLink {
         let line = read_host_line();
         clock.on_unpark();
         clock.new_step();
-        self.note_request(&line);
+        let Some(delivery) = self.read(&line) else { return };
         match self.waiter.borrow_mut().take() {
             Some(waiter) => {
-                if let Err(line) = waiter.send(line) {
-                    self.inbox.borrow_mut().push_back(line);
+                if let Err(delivery) = waiter.send(delivery) {
+                    self.inbox.borrow_mut().push_back(delivery);
                 }
             }
-            None => self.inbox.borrow_mut().push_back(line),
+            None => self.inbox.borrow_mut().push_back(delivery),
         }
     }
 
-    /// Remembers a host request until it is answered.
-    fn note_request(&self, line: &str) {
-        #[derive(serde::Deserialize)]
-        struct Head {
-            id: Option<Value>,
-            method: Option<String>,
-            #[serde(default)]
-            params: Value,
+    /// Reads one host line: remembers a request until it is answered and returns what
+    /// `plugin.js` must handle. What needs no JavaScript (an unknown method, a request
+    /// whose parameters do not parse, a stray answer) is answered or dropped here.
+    fn read(&self, line: &str) -> Option<Delivery> {
+        let message = match HostMessage::parse(line) {
+            Ok(message) => message,
+            Err((id, why)) => {
+                log(3, &why);
+                if let Some(id) = id {
+                    self.write(&Outgoing::Answer(id, Err(RpcError::new(why))));
+                }
+                return None;
+            }
+        };
+        match message {
+            HostMessage::Request(id, request) => {
+                let ticket = self.next_ticket.get().wrapping_add(1);
+                self.next_ticket.set(ticket);
+                let (tool, delivery) = match request {
+                    HostRequest::Initialize(_) => {
+                        self.initialize_seen.set(true);
+                        (None, Delivery::Initialize { ticket })
+                    }
+                    HostRequest::ToolsList => (None, Delivery::ToolsList { ticket }),
+                    HostRequest::ToolCall(call) => (
+                        Some(call.name.clone()),
+                        Delivery::Call { ticket, name: call.name, input: call.input, context: call.context },
+                    ),
+                };
+                self.in_flight.borrow_mut().insert(ticket, InFlight { id, tool });
+                Some(delivery)
+            }
+            HostMessage::UnknownRequest(id, method) => {
+                self.write(&Outgoing::Answer(
+                    id,
+                    Err(RpcError::unknown_method(format!("this plugin runtime does not know the method {method}"))),
+                ));
+                None
+            }
+            HostMessage::Cancel(id) => {
+                let mut in_flight = self.in_flight.borrow_mut();
+                let ticket = in_flight
+                    .iter()
+                    .find(|(_, request)| request.id == id && request.tool.is_some())
+                    .map(|(ticket, _)| *ticket)?;
+                // Given up by the host: it reads no answer, so none is written.
+                in_flight.remove(&ticket);
+                Some(Delivery::Cancel { ticket })
+            }
+            HostMessage::Response(id, answer) => {
+                let request = own_number(&id)?;
+                let kind = self.own.borrow_mut().remove(&request)?;
+                Some(match (kind, answer) {
+                    (_, Err(error)) => Delivery::Refused { request, message: error.message },
+                    (OwnRequest::Fetch, Ok(result)) => {
+                        match serde_json::from_value::<FetchResult>(result)
+                            .map_err(|e| format!("the host's answer to host/fetch is malformed: {e}"))
+                            .and_then(FetchedResponse::from_result)
+                        {
+                            Ok(response) => Delivery::Fetched { request, response },
+                            Err(message) => Delivery::Refused { request, message },
+                        }
+                    }
+                    (OwnRequest::Approve, Ok(result)) => match serde_json::from_value::<ApproveResult>(result) {
+                        Ok(answer) => Delivery::Approved { request, approved: answer.approved, reason: answer.reason },
+                        Err(e) => Delivery::Refused {
+                            request,
+                            message: format!("the host's answer to host/approve is malformed: {e}"),
+                        },
+                    },
+                })
+            }
+            HostMessage::Other(_) => None,
         }
-        let Ok(Head { id: Some(id), method: Some(method), params }) = serde_json::from_str::<Head>(line) else { return };
-        if method == "initialize" {
-            self.initialize_seen.set(true);
-        }
-        let tool = if method == "tool/call" { params.get("name").and_then(Value::as_str).map(str::to_string) } else { None };
-        self.in_flight.borrow_mut().insert(id.to_string(), InFlight { id, method, tool });
+    }
+
+    /// Takes a host request out of the unanswered ones; `None` when it was given up.
+    fn settle(&self, ticket: u32) -> Option<InFlight> {
+        self.in_flight.borrow_mut().remove(&ticket)
+    }
+
+    /// Sends one of the plugin's own requests and returns its number.
+    fn ask(&self, kind: OwnRequest, request: PluginRequest) -> u32 {
+        let number = self.next_own.get().wrapping_add(1);
+        self.next_own.set(number);
+        self.own.borrow_mut().insert(number, kind);
+        self.write(&Outgoing::PluginRequest(own_id(request.method(), number), request));
+        number
     }
 
     /// Answers every unanswered host request with `reason` (a failed tool result for
@@ -119,31 +276,41 @@ impl PluginLink {
     pub fn fail_in_flight(&self, reason: &dyn Fn(Option<&str>) -> String) {
         // First, so that the host sends no new call to this process: the next call
         // starts a new runtime instead of racing this one's exit.
-        self.write_line(r#"{"jsonrpc":"2.0","method":"host/stopping"}"#);
-        // Lines already read but not yet handled are requests too.
-        let queued: Vec<String> = self.inbox.borrow_mut().drain(..).collect();
-        for line in queued {
-            self.note_request(&line);
-        }
+        self.write(&Outgoing::PluginNotification(PluginNotification::Stopping));
+        // Deliveries not handled yet were noted when they were read.
+        self.inbox.borrow_mut().clear();
         loop {
             let requests: Vec<InFlight> = std::mem::take(&mut *self.in_flight.borrow_mut()).into_values().collect();
-            for request in &requests {
-                self.write_line(&failure_answer(request, &reason(request.tool.as_deref())).to_string());
+            for request in requests {
+                self.write(&failure_answer(request.id, request.tool.as_deref(), &reason(request.tool.as_deref())));
             }
             if self.initialize_seen.get() {
                 return;
             }
-            self.note_request(&read_host_line());
+            let _ = self.read(&read_host_line());
         }
     }
 }
 
-/// The answer that fails `request` with `reason`.
-fn failure_answer(request: &InFlight, reason: &str) -> Value {
-    if request.method == "tool/call" {
-        json!({ "jsonrpc": "2.0", "id": request.id, "result": { "content": [{ "type": "text", "text": reason }], "isError": true } })
-    } else {
-        json!({ "jsonrpc": "2.0", "id": request.id, "error": { "code": -32000, "message": reason } })
+/// The id of the plugin's own request number `number`: `host/fetch-3`.
+fn own_id(method: &str, number: u32) -> RequestId {
+    RequestId::Text(format!("{method}-{number}"))
+}
+
+/// The number in an id made by [`own_id`].
+fn own_number(id: &RequestId) -> Option<u32> {
+    match id {
+        RequestId::Text(text) => text.rsplit_once('-').and_then(|(_, n)| n.parse().ok()),
+        RequestId::Number(_) => None,
+    }
+}
+
+/// The answer that fails a request with `reason`: a failed tool result for a call, a
+/// JSON-RPC error for the rest.
+fn failure_answer(id: RequestId, tool: Option<&str>, reason: &str) -> Outgoing {
+    match tool {
+        Some(_) => Outgoing::call_result(id, &CallToolResult::error(reason)),
+        None => Outgoing::Answer(id, Err(RpcError::new(reason))),
     }
 }
 
@@ -158,6 +325,18 @@ fn read_host_line() -> String {
             line
         }
     }
+}
+
+/// Writes one console line to standard error. Levels: 0 log, 1 debug, 2 warn, 3 error.
+fn log(level: u32, text: &str) {
+    let label = match level {
+        1 => "debug",
+        2 => "warn",
+        3 => "error",
+        _ => "log",
+    };
+    let mut err = std::io::stderr().lock();
+    let _ = writeln!(err, "[{label}] {text}");
 }
 
 fn link(state: &OpState) -> Result<Rc<PluginLink>, JsErrorBox> {
@@ -176,73 +355,210 @@ pub fn op_plugin_setup(state: &mut OpState) -> Result<PluginSetup, JsErrorBox> {
 }
 
 #[op2]
-#[string]
-pub async fn op_plugin_recv(state: Rc<RefCell<OpState>>) -> Result<String, JsErrorBox> {
+#[serde]
+pub async fn op_plugin_recv(state: Rc<RefCell<OpState>>) -> Result<Delivery, JsErrorBox> {
     let link = link(&state.borrow())?;
-    if let Some(line) = link.inbox.borrow_mut().pop_front() {
-        return Ok(line);
+    if let Some(delivery) = link.inbox.borrow_mut().pop_front() {
+        return Ok(delivery);
     }
     let (tx, rx) = oneshot::channel();
     *link.waiter.borrow_mut() = Some(tx);
     rx.await.map_err(|_| JsErrorBox::generic("the host stream closed"))
 }
 
-#[op2(fast)]
-pub fn op_plugin_answer(state: &mut OpState, #[string] id_key: &str, #[string] line: &str) -> Result<(), JsErrorBox> {
+/// Answers `initialize` with the plugin's name and version, or refuses it with `error`
+/// (the plugin could not load).
+#[op2]
+pub fn op_plugin_answer_initialize(
+    state: &mut OpState,
+    #[smi] ticket: u32,
+    #[string] error: Option<String>,
+) -> Result<(), JsErrorBox> {
     let link = link(state)?;
-    let known = link.in_flight.borrow_mut().remove(id_key).is_some();
-    // A request the runtime gave up (cancelled) is settled without an answer.
-    if known && !line.is_empty() {
-        link.write_line(line);
-    }
+    let Some(request) = link.settle(ticket) else { return Ok(()) };
+    let answer = match error {
+        Some(error) => Err(RpcError::new(error)),
+        None => {
+            let setup =
+                state.try_borrow::<PluginSetup>().ok_or_else(|| JsErrorBox::generic("the plugin setup is missing"))?;
+            Ok(serde_json::json!({ "name": setup.plugin, "version": setup.version }))
+        }
+    };
+    link.write(&Outgoing::Answer(request.id, answer));
     Ok(())
 }
 
+/// Answers `tools/list` with the definitions as JSON text (the host checks each one and
+/// names any field that is wrong).
 #[op2(fast)]
-pub fn op_plugin_send(state: &mut OpState, #[string] line: &str) -> Result<(), JsErrorBox> {
-    link(state)?.write_line(line);
+pub fn op_plugin_answer_tools(
+    state: &mut OpState,
+    #[smi] ticket: u32,
+    #[string] tools_json: &str,
+) -> Result<(), JsErrorBox> {
+    let link = link(state)?;
+    let Some(request) = link.settle(ticket) else { return Ok(()) };
+    let answer = serde_json::from_str::<Value>(tools_json)
+        .map(|tools| serde_json::json!({ "tools": tools }))
+        .map_err(|e| RpcError::new(format!("the plugin's tool list is not JSON: {e}")));
+    link.write(&Outgoing::Answer(request.id, answer));
+    Ok(())
+}
+
+/// Answers a `tool/call` with the tool's result as JSON text. A result that is not an
+/// MCP `CallToolResult` fails the call with the reason; a call the host gave up is not
+/// answered.
+#[op2(fast)]
+pub fn op_plugin_answer_call(
+    state: &mut OpState,
+    #[smi] ticket: u32,
+    #[string] result_json: &str,
+) -> Result<(), JsErrorBox> {
+    let link = link(state)?;
+    let Some(request) = link.settle(ticket) else { return Ok(()) };
+    let tool = request.tool.clone().unwrap_or_default();
+    let result = serde_json::from_str::<CallToolResult>(result_json).unwrap_or_else(|e| {
+        CallToolResult::error(format!(
+            "tool {tool} returned a result that is not an MCP tool result ({e}); return a value, a string, or {{ content: [{{ type: \"text\", text }}, …] }}"
+        ))
+    });
+    link.write(&Outgoing::call_result(request.id, &result));
+    Ok(())
+}
+
+/// Sends `host/fetch`; the answer arrives as [`Delivery::Fetched`] or
+/// [`Delivery::Refused`] with the returned number.
+#[op2]
+#[smi]
+pub fn op_plugin_fetch(state: &mut OpState, #[serde] params: FetchParams) -> Result<u32, JsErrorBox> {
+    Ok(link(state)?.ask(OwnRequest::Fetch, PluginRequest::Fetch(params)))
+}
+
+/// Sends `host/approve` for the call with `ticket`; the answer arrives as
+/// [`Delivery::Approved`] or [`Delivery::Refused`] with the returned number.
+#[op2]
+#[smi]
+pub fn op_plugin_approve(
+    state: &mut OpState,
+    #[smi] ticket: u32,
+    #[string] message: String,
+    #[string] details_json: Option<String>,
+) -> Result<u32, JsErrorBox> {
+    let link = link(state)?;
+    let call = link.in_flight.borrow().get(&ticket).map(|request| request.id.clone());
+    let Some(call) = call else {
+        return Err(JsErrorBox::generic("approval was asked for a call that already ended"));
+    };
+    let details = match details_json {
+        Some(text) => Some(
+            serde_json::from_str(&text)
+                .map_err(|e| JsErrorBox::type_error(format!("the approval's details are not JSON: {e}")))?,
+        ),
+        None => None,
+    };
+    Ok(link.ask(OwnRequest::Approve, PluginRequest::Approve(ApproveParams { call, message, details })))
+}
+
+/// Gives up one of the plugin's own requests (`host/cancel`).
+#[op2(fast)]
+pub fn op_plugin_cancel_request(state: &mut OpState, #[smi] request: u32) -> Result<(), JsErrorBox> {
+    let link = link(state)?;
+    let Some(kind) = link.own.borrow_mut().remove(&request) else { return Ok(()) };
+    let method = match kind {
+        OwnRequest::Fetch => protocol::plugin::method::FETCH,
+        OwnRequest::Approve => protocol::plugin::method::APPROVE,
+    };
+    link.write(&Outgoing::PluginNotification(PluginNotification::Cancel(own_id(method, request))));
+    Ok(())
+}
+
+/// `host/tools.changed`.
+#[op2(fast)]
+pub fn op_plugin_tools_changed(state: &mut OpState) -> Result<(), JsErrorBox> {
+    link(state)?.write(&Outgoing::PluginNotification(PluginNotification::ToolsChanged));
     Ok(())
 }
 
 #[op2(fast)]
 pub fn op_plugin_log(#[smi] level: u32, #[string] text: &str) {
-    let label = match level {
-        1 => "debug",
-        2 => "warn",
-        3 => "error",
-        _ => "log",
-    };
-    let mut err = std::io::stderr().lock();
-    let _ = writeln!(err, "[{label}] {text}");
+    log(level, text);
 }
 
 deno_core::extension!(
     codemode_plugin,
-    ops = [op_plugin_register_driver, op_plugin_setup, op_plugin_recv, op_plugin_answer, op_plugin_send, op_plugin_log],
+    ops = [
+        op_plugin_register_driver,
+        op_plugin_setup,
+        op_plugin_recv,
+        op_plugin_answer_initialize,
+        op_plugin_answer_tools,
+        op_plugin_answer_call,
+        op_plugin_fetch,
+        op_plugin_approve,
+        op_plugin_cancel_request,
+        op_plugin_tools_changed,
+        op_plugin_log,
+    ],
 );
 
 #[cfg(test)]
 mod tests {
+    #![allow(clippy::unwrap_used)]
     use super::*;
+    use serde_json::json;
 
     #[test]
-    fn requests_are_remembered_until_answered() {
+    fn requests_are_remembered_until_answered_and_calls_until_cancelled() {
         let link = PluginLink::default();
-        link.note_request(r#"{"jsonrpc":"2.0","id":7,"method":"tool/call","params":{"name":"greet","input":{}}}"#);
-        link.note_request(r#"{"jsonrpc":"2.0","method":"tool/cancel","params":{"id":3}}"#);
-        link.note_request(r#"{"jsonrpc":"2.0","id":"f1","result":{}}"#);
-        link.note_request(r#"{"jsonrpc":"2.0","id":8,"method":"tool/call","params":[1]}"#);
-        let in_flight = link.in_flight.borrow();
-        assert_eq!(in_flight.len(), 2);
-        assert_eq!(in_flight["8"].tool, None);
-        assert_eq!(in_flight["7"], InFlight { id: json!(7), method: "tool/call".into(), tool: Some("greet".into()) });
+        let call = link
+            .read(r#"{"jsonrpc":"2.0","id":7,"method":"tool/call","params":{"name":"greet","input":{"name":"Ann"}}}"#);
+        assert!(matches!(call, Some(Delivery::Call { ticket: 1, ref name, .. }) if name == "greet"), "{call:?}");
+        assert!(link.read(r#"{"jsonrpc":"2.0","id":8,"method":"tools/list"}"#).is_some());
+        // A stray answer and an unknown notification are dropped.
+        assert!(link.read(r#"{"jsonrpc":"2.0","id":"host/fetch-9","result":{}}"#).is_none());
+        assert!(link.read(r#"{"jsonrpc":"2.0","method":"something/else"}"#).is_none());
+        assert_eq!(link.in_flight.borrow().len(), 2);
+        assert_eq!(link.in_flight.borrow()[&1], InFlight { id: RequestId::Number(7), tool: Some("greet".into()) });
+        // Cancelling the call settles it; cancelling a non-call changes nothing.
+        assert!(link.read(r#"{"jsonrpc":"2.0","method":"tool/cancel","params":{"id":8}}"#).is_none());
+        assert!(matches!(
+            link.read(r#"{"jsonrpc":"2.0","method":"tool/cancel","params":{"id":7}}"#),
+            Some(Delivery::Cancel { ticket: 1 })
+        ));
+        assert!(link.settle(1).is_none());
+        assert_eq!(link.settle(2), Some(InFlight { id: RequestId::Number(8), tool: None }));
+    }
+
+    #[test]
+    fn own_requests_are_matched_to_their_answers_by_number() {
+        let link = PluginLink::default();
+        link.own.borrow_mut().insert(3, OwnRequest::Fetch);
+        link.own.borrow_mut().insert(4, OwnRequest::Approve);
+        link.own.borrow_mut().insert(5, OwnRequest::Fetch);
+        let fetched = link.read(r#"{"jsonrpc":"2.0","id":"host/fetch-3","result":{"status":200,"statusText":"OK","url":"https://a/","headers":[],"bodyBase64":"AP8="}}"#);
+        let Some(Delivery::Fetched { request: 3, response }) = fetched else { panic!("{fetched:?}") };
+        assert_eq!(response.text, None);
+        assert_eq!(response.bytes, Some(vec![0, 255]));
+        let approved =
+            link.read(r#"{"jsonrpc":"2.0","id":"host/approve-4","result":{"approved":false,"reason":"declined"}}"#);
+        assert!(
+            matches!(approved, Some(Delivery::Approved { request: 4, approved: false, reason: Some(ref r) }) if r == "declined")
+        );
+        let refused =
+            link.read(r#"{"jsonrpc":"2.0","id":"host/fetch-5","error":{"code":-32000,"message":"not allowed"}}"#);
+        assert!(matches!(refused, Some(Delivery::Refused { request: 5, ref message }) if message == "not allowed"));
+        assert!(link.own.borrow().is_empty());
     }
 
     #[test]
     fn failures_are_tool_results_for_calls_and_errors_for_the_rest() {
-        let call = InFlight { id: json!(4), method: "tool/call".into(), tool: Some("spin".into()) };
-        assert_eq!(failure_answer(&call, "stopped"), json!({ "jsonrpc": "2.0", "id": 4, "result": { "content": [{ "type": "text", "text": "stopped" }], "isError": true } }));
-        let init = InFlight { id: json!(1), method: "initialize".into(), tool: None };
-        assert_eq!(failure_answer(&init, "bad"), json!({ "jsonrpc": "2.0", "id": 1, "error": { "code": -32000, "message": "bad" } }));
+        assert_eq!(
+            failure_answer(RequestId::Number(4), Some("spin"), "stopped").to_line(),
+            json!({ "jsonrpc": "2.0", "id": 4, "result": { "content": [{ "type": "text", "text": "stopped" }], "isError": true } }).to_string()
+        );
+        assert_eq!(
+            failure_answer(RequestId::Number(1), None, "bad").to_line(),
+            json!({ "jsonrpc": "2.0", "id": 1, "error": { "code": -32000, "message": "bad" } }).to_string()
+        );
     }
 }

@@ -19,8 +19,14 @@ pub fn pivot_to_empty_root() -> io::Result<()> {
     let none: Option<&str> = None;
     mount(none, "/", none, MsFlags::MS_REC | MsFlags::MS_PRIVATE, none).map_err(io::Error::from)?;
     let new_root = "/tmp";
-    mount(Some("tmpfs"), new_root, Some("tmpfs"), MsFlags::MS_NOSUID | MsFlags::MS_NODEV | MsFlags::MS_NOEXEC, Some("size=16k,mode=0555"))
-        .map_err(io::Error::from)?;
+    mount(
+        Some("tmpfs"),
+        new_root,
+        Some("tmpfs"),
+        MsFlags::MS_NOSUID | MsFlags::MS_NODEV | MsFlags::MS_NOEXEC,
+        Some("size=16k,mode=0555"),
+    )
+    .map_err(io::Error::from)?;
     nix::unistd::chdir(new_root).map_err(io::Error::from)?;
     nix::unistd::pivot_root(".", ".").map_err(io::Error::from)?;
     umount2(".", MntFlags::MNT_DETACH).map_err(io::Error::from)?;
@@ -29,7 +35,12 @@ pub fn pivot_to_empty_root() -> io::Result<()> {
         none,
         "/",
         none,
-        MsFlags::MS_REMOUNT | MsFlags::MS_BIND | MsFlags::MS_RDONLY | MsFlags::MS_NOSUID | MsFlags::MS_NODEV | MsFlags::MS_NOEXEC,
+        MsFlags::MS_REMOUNT
+            | MsFlags::MS_BIND
+            | MsFlags::MS_RDONLY
+            | MsFlags::MS_NOSUID
+            | MsFlags::MS_NODEV
+            | MsFlags::MS_NOEXEC,
         none,
     )
     .map_err(io::Error::from)?;

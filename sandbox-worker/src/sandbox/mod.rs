@@ -69,9 +69,16 @@ impl<'a> Steps<'a> {
 
     /// Applies one layer; a failure stops setup unless weaker sandboxes are allowed. A
     /// skipped layer is not applied and is reported as missing.
-    fn step<E: std::fmt::Display>(&mut self, layer: Layer, apply: impl FnOnce() -> Result<(), E>) -> Result<(), SandboxError> {
+    fn step<E: std::fmt::Display>(
+        &mut self,
+        layer: Layer,
+        apply: impl FnOnce() -> Result<(), E>,
+    ) -> Result<(), SandboxError> {
         if self.options.skip.contains(&layer) {
-            self.missing.push(MissingLayer { layer, reason: "left out by a test switch (insecure-test-switches build)".into() });
+            self.missing.push(MissingLayer {
+                layer,
+                reason: "left out by a test switch (insecure-test-switches build)".into(),
+            });
             return Ok(());
         }
         match apply() {
@@ -116,10 +123,17 @@ impl Environment {
 }
 
 /// Sets up the template process. Keeps only `keep_fds` open.
-pub fn enter_template(keep_fds: &[RawFd], options: &SandboxOptions, engine_generates_code: bool, environment: Environment) -> Result<WorkerPolicy, SandboxError> {
-    let worker_filters = seccomp::compile(&seccomp::worker_table(engine_generates_code)).map_err(|e| SandboxError { layer: Layer::Seccomp, reason: e.to_string() })?;
+pub fn enter_template(
+    keep_fds: &[RawFd],
+    options: &SandboxOptions,
+    engine_generates_code: bool,
+    environment: Environment,
+) -> Result<WorkerPolicy, SandboxError> {
+    let worker_filters = seccomp::compile(&seccomp::worker_table(engine_generates_code))
+        .map_err(|e| SandboxError { layer: Layer::Seccomp, reason: e.to_string() })?;
     if options.mode == SandboxMode::Disabled {
-        let missing = Layer::ALL.iter().map(|&layer| MissingLayer { layer, reason: "disabled by the host".into() }).collect();
+        let missing =
+            Layer::ALL.iter().map(|&layer| MissingLayer { layer, reason: "disabled by the host".into() }).collect();
         return Ok(WorkerPolicy { filters: worker_filters, missing, outside_uid: None, options: options.clone() });
     }
     let mut s = Steps::new(options);
@@ -144,10 +158,15 @@ pub fn enter_template(keep_fds: &[RawFd], options: &SandboxOptions, engine_gener
         Ok(other) => Err(format!("the kernel enforces Landlock only partly ({other:?})")),
         Err(e) => Err(e.to_string()),
     })?;
-    s.step(Layer::Capabilities, || process::drop_capabilities_except(&[caps::Capability::CAP_SYS_ADMIN, caps::Capability::CAP_SETPCAP]))?;
+    s.step(Layer::Capabilities, || {
+        process::drop_capabilities_except(&[caps::Capability::CAP_SYS_ADMIN, caps::Capability::CAP_SETPCAP])
+    })?;
     s.step(Layer::NotDumpable, process::set_not_dumpable)?;
     s.step(Layer::Descriptors, || process::close_all_except(keep_fds))?;
-    s.step(Layer::Seccomp, || seccomp::compile(&seccomp::union(seccomp::setup_table(), seccomp::worker_table(engine_generates_code))).and_then(|f| seccomp::install(&f)))?;
+    s.step(Layer::Seccomp, || {
+        seccomp::compile(&seccomp::union(seccomp::setup_table(), seccomp::worker_table(engine_generates_code)))
+            .and_then(|f| seccomp::install(&f))
+    })?;
     Ok(WorkerPolicy { filters: worker_filters, missing: s.missing, outside_uid, options: options.clone() })
 }
 
@@ -229,11 +248,12 @@ mod tests {
         let options = SandboxOptions { mode: SandboxMode::Required, skip: vec![Layer::Seccomp] };
         let mut steps = Steps::new(&options);
         let mut applied = false;
-        assert!(steps.step(Layer::Seccomp, || {
-            applied = true;
-            Ok::<(), String>(())
-        })
-        .is_ok());
+        assert!(steps
+            .step(Layer::Seccomp, || {
+                applied = true;
+                Ok::<(), String>(())
+            })
+            .is_ok());
         assert!(!applied);
         assert_eq!(steps.missing.len(), 1);
         assert_eq!(steps.missing[0].layer, Layer::Seccomp);

@@ -89,7 +89,9 @@ fn map_through_helper(outside_uid: u32, outside_gid: u32) -> io::Result<()> {
             unshared?;
             match status {
                 nix::sys::wait::WaitStatus::Exited(_, 0) => Ok(()),
-                other => Err(io::Error::other(format!("the helper that maps uid 0 to uid {outside_uid} outside the namespace failed ({other:?})"))),
+                other => Err(io::Error::other(format!(
+                    "the helper that maps uid 0 to uid {outside_uid} outside the namespace failed ({other:?})"
+                ))),
             }
         }
     }

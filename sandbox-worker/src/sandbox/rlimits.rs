@@ -22,15 +22,43 @@ pub struct Rlimit {
 /// backstop behind the per-step watchdog and the host's wall clock.
 pub fn worker_rlimits(data_bytes: u64, cpu_seconds: u64) -> Vec<Rlimit> {
     vec![
-        Rlimit { resource: Resource::RLIMIT_DATA, soft: data_bytes, hard: data_bytes, reason: "memory backstop behind the heap limit" },
-        Rlimit { resource: Resource::RLIMIT_NOFILE, soft: 32, hard: 32, reason: "the channel and the event loop's few descriptors" },
+        Rlimit {
+            resource: Resource::RLIMIT_DATA,
+            soft: data_bytes,
+            hard: data_bytes,
+            reason: "memory backstop behind the heap limit",
+        },
+        Rlimit {
+            resource: Resource::RLIMIT_NOFILE,
+            soft: 32,
+            hard: 32,
+            reason: "the channel and the event loop's few descriptors",
+        },
         Rlimit { resource: Resource::RLIMIT_NPROC, soft: 0, hard: 0, reason: "no new processes or threads" },
         Rlimit { resource: Resource::RLIMIT_FSIZE, soft: 0, hard: 0, reason: "no file may grow" },
         Rlimit { resource: Resource::RLIMIT_CORE, soft: 0, hard: 0, reason: "no core dumps" },
         Rlimit { resource: Resource::RLIMIT_MEMLOCK, soft: 0, hard: 0, reason: "no locked memory" },
         Rlimit { resource: Resource::RLIMIT_MSGQUEUE, soft: 0, hard: 0, reason: "no POSIX message queues" },
-        Rlimit { resource: Resource::RLIMIT_CPU, soft: cpu_seconds, hard: cpu_seconds.saturating_add(1), reason: "CPU backstop behind the step watchdog" },
+        Rlimit {
+            resource: Resource::RLIMIT_CPU,
+            soft: cpu_seconds,
+            hard: cpu_seconds.saturating_add(1),
+            reason: "CPU backstop behind the step watchdog",
+        },
     ]
+}
+
+/// The limits as reports show them.
+pub fn report(limits: &[Rlimit]) -> Vec<protocol::worker::RlimitReport> {
+    limits
+        .iter()
+        .map(|l| protocol::worker::RlimitReport {
+            resource: format!("{:?}", l.resource),
+            soft: l.soft,
+            hard: l.hard,
+            reason: l.reason.to_string(),
+        })
+        .collect()
 }
 
 /// Applies the limits in order.

@@ -16,7 +16,9 @@
 
 use std::collections::BTreeMap;
 
-use seccompiler::{BpfProgram, SeccompAction, SeccompCmpArgLen, SeccompCmpOp, SeccompCondition, SeccompFilter, SeccompRule, TargetArch};
+use seccompiler::{
+    BpfProgram, SeccompAction, SeccompCmpArgLen, SeccompCmpOp, SeccompCondition, SeccompFilter, SeccompRule, TargetArch,
+};
 
 /// One argument comparison.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -103,7 +105,8 @@ const THREAD_FLAGS: u64 = (libc::CLONE_VM
 pub const WORKER_CLONE_FLAGS: u64 = (libc::CLONE_PARENT | libc::CLONE_NEWPID | libc::SIGCHLD) as u64;
 /// The spawn path's fork of its one worker: a child in a new pid namespace.
 pub const SPAWNED_CLONE_FLAGS: u64 = (libc::CLONE_NEWPID | libc::SIGCHLD) as u64;
-const CLONE_RULES: &[&[ArgCheck]] = &[&[eq(0, THREAD_FLAGS)], &[eq(0, WORKER_CLONE_FLAGS)], &[eq(0, SPAWNED_CLONE_FLAGS)]];
+const CLONE_RULES: &[&[ArgCheck]] =
+    &[&[eq(0, THREAD_FLAGS)], &[eq(0, WORKER_CLONE_FLAGS)], &[eq(0, SPAWNED_CLONE_FLAGS)]];
 
 /// What a running program needs: its channel, memory, time, and the way out.
 pub fn worker_table(engine_generates_code: bool) -> Vec<Entry> {
@@ -135,7 +138,11 @@ pub fn worker_table(engine_generates_code: bool) -> Vec<Entry> {
         entry!(SYS_tgkill, Verdict::Allow, "abort() signals itself; the pid namespace holds nothing else"),
         entry!(SYS_exit, Verdict::Allow, "a thread ends"),
         entry!(SYS_exit_group, Verdict::Allow, "the worker exits after reporting"),
-        entry!(SYS_clone3, Verdict::Refuse(libc::ENOSYS), "no new threads or processes; ENOSYS lets libc fall back to clone, which kills"),
+        entry!(
+            SYS_clone3,
+            Verdict::Refuse(libc::ENOSYS),
+            "no new threads or processes; ENOSYS lets libc fall back to clone, which kills"
+        ),
         entry!(SYS_io_uring_setup, Verdict::Refuse(libc::ENOSYS), "io_uring bypasses seccomp"),
         entry!(SYS_io_uring_enter, Verdict::Refuse(libc::ENOSYS), "io_uring bypasses seccomp"),
         entry!(SYS_io_uring_register, Verdict::Refuse(libc::ENOSYS), "io_uring bypasses seccomp"),
@@ -146,7 +153,11 @@ pub fn worker_table(engine_generates_code: bool) -> Vec<Entry> {
         entry!(SYS_fsmount, Verdict::Refuse(libc::ENOSYS), "new mount API"),
         entry!(SYS_fspick, Verdict::Refuse(libc::ENOSYS), "new mount API"),
         entry!(SYS_mount_setattr, Verdict::Refuse(libc::ENOSYS), "new mount API"),
-        entry!(SYS_ioctl, Verdict::RefuseIf(TTY_INJECTION, libc::EPERM), "terminal injection is refused (low 32 bits compared); every other ioctl kills"),
+        entry!(
+            SYS_ioctl,
+            Verdict::RefuseIf(TTY_INJECTION, libc::EPERM),
+            "terminal injection is refused (low 32 bits compared); every other ioctl kills"
+        ),
     ]
 }
 
@@ -155,7 +166,11 @@ pub fn setup_table() -> Vec<Entry> {
     vec![
         entry!(SYS_recvmsg, Verdict::Allow, "fork requests arrive with the worker's channel (SCM_RIGHTS)"),
         entry!(SYS_sendmsg, Verdict::Allow, "answers to the host on the control channel"),
-        entry!(SYS_clone, Verdict::AllowIf(CLONE_RULES), "forking a worker into a new pid namespace; the worker's watchdog thread"),
+        entry!(
+            SYS_clone,
+            Verdict::AllowIf(CLONE_RULES),
+            "forking a worker into a new pid namespace; the worker's watchdog thread"
+        ),
         entry!(SYS_set_robust_list, Verdict::Allow, "a new thread registers its robust futex list"),
         entry!(SYS_rseq, Verdict::Allow, "a new thread registers restartable sequences"),
         entry!(SYS_sched_getaffinity, Verdict::Allow, "the runtime sizes itself"),
@@ -169,7 +184,11 @@ pub fn setup_table() -> Vec<Entry> {
         entry!(SYS_close, Verdict::Allow, "the template drops its copy of a worker's channel"),
         entry!(SYS_seccomp, Verdict::Allow, "the worker installs its own, stricter filter"),
         entry!(SYS_getppid, Verdict::Allow, "the parent check after the parent-death signal"),
-        entry!(SYS_openat, Verdict::Refuse(libc::EACCES), "the spawn path's engine probes /proc as it starts; nothing is there to open (Landlock denies it too)"),
+        entry!(
+            SYS_openat,
+            Verdict::Refuse(libc::EACCES),
+            "the spawn path's engine probes /proc as it starts; nothing is there to open (Landlock denies it too)"
+        ),
         entry!(SYS_wait4, Verdict::Allow, "the spawn path's launcher reaps its one worker"),
         entry!(SYS_kill, Verdict::Allow, "the spawn path's launcher ends itself with its worker's signal"),
     ]
@@ -235,7 +254,8 @@ pub fn compile(table: &[Entry]) -> Result<CompiledFilters, SeccompError> {
             }
             Verdict::RefuseIf(checks, errno) => {
                 // Each check alone refuses (an OR of single conditions).
-                let rules = checks.iter().map(|c| conditions(std::slice::from_ref(c))).collect::<Result<Vec<_>, _>>()?;
+                let rules =
+                    checks.iter().map(|c| conditions(std::slice::from_ref(c))).collect::<Result<Vec<_>, _>>()?;
                 allow.insert(e.nr, rules.clone());
                 refusals.entry(errno).or_default().insert(e.nr, rules);
             }
@@ -243,10 +263,12 @@ pub fn compile(table: &[Entry]) -> Result<CompiledFilters, SeccompError> {
     }
     let arch = target_arch();
     let mut programs = Vec::new();
-    let allowlist = SeccompFilter::new(allow, SeccompAction::KillProcess, SeccompAction::Allow, arch).map_err(|e| SeccompError::Build(e.to_string()))?;
+    let allowlist = SeccompFilter::new(allow, SeccompAction::KillProcess, SeccompAction::Allow, arch)
+        .map_err(|e| SeccompError::Build(e.to_string()))?;
     programs.push(BpfProgram::try_from(allowlist).map_err(|e| SeccompError::Build(e.to_string()))?);
     for (errno, rules) in refusals {
-        let filter = SeccompFilter::new(rules, SeccompAction::Allow, SeccompAction::Errno(errno as u32), arch).map_err(|e| SeccompError::Build(e.to_string()))?;
+        let filter = SeccompFilter::new(rules, SeccompAction::Allow, SeccompAction::Errno(errno as u32), arch)
+            .map_err(|e| SeccompError::Build(e.to_string()))?;
         programs.push(BpfProgram::try_from(filter).map_err(|e| SeccompError::Build(e.to_string()))?);
     }
     Ok(CompiledFilters(programs))
@@ -259,6 +281,23 @@ pub fn install(filters: &CompiledFilters) -> Result<(), SeccompError> {
         seccompiler::apply_filter_all_threads(program).map_err(|e| SeccompError::Install(e.to_string()))?;
     }
     Ok(())
+}
+
+/// A table summed up for reports: what is allowed (`name (some arguments)` when only
+/// some are) and what is answered with an errno.
+pub fn report(table: &[Entry]) -> protocol::worker::SeccompReport {
+    let name = |e: &Entry| e.name.trim_start_matches("SYS_").to_string();
+    let errno = |code: i32| format!("{:?}", nix::errno::Errno::from_raw(code));
+    let mut report = protocol::worker::SeccompReport::default();
+    for e in table {
+        match e.verdict {
+            Verdict::Allow => report.allowed.push(name(e)),
+            Verdict::AllowIf(_) => report.allowed.push(format!("{} (some arguments)", name(e))),
+            Verdict::Refuse(code) => report.refused.push(format!("{}: {}", name(e), errno(code))),
+            Verdict::RefuseIf(_, code) => report.refused.push(format!("{} (some arguments): {}", name(e), errno(code))),
+        }
+    }
+    report
 }
 
 /// The union of two tables (for the template: its own needs plus the worker's).
@@ -327,7 +366,10 @@ mod tests {
 
     #[test]
     fn quickjs_workers_get_no_executable_memory() {
-        assert_eq!(find(&worker_table(false), libc::SYS_mmap).map(|e| e.verdict), Some(Verdict::AllowIf(NO_EXEC_MAPPING)));
+        assert_eq!(
+            find(&worker_table(false), libc::SYS_mmap).map(|e| e.verdict),
+            Some(Verdict::AllowIf(NO_EXEC_MAPPING))
+        );
         assert_eq!(find(&worker_table(true), libc::SYS_mmap).map(|e| e.verdict), Some(Verdict::Allow));
     }
 

@@ -10,6 +10,17 @@ export function activate(api) {
   tool("text", ({ text }) => text);
   tool("nothing", () => undefined);
   tool("image", () => ({ content: [{ type: "text", text: "a pixel" }, { type: "image", data: "iVBORw0KGgo=", mimeType: "image/png" }] }));
+  tool("every_content", () => ({
+    content: [
+      { type: "text", text: "hello", annotations: { audience: ["user"], priority: 0.5 }, _meta: { "example.com/id": 7 } },
+      { type: "audio", data: "UklGRg==", mimeType: "audio/wav" },
+      { type: "resource_link", uri: "file:///notes/a.md", name: "a.md", mimeType: "text/markdown", size: 12 },
+      { type: "resource", resource: { uri: "file:///notes/b.md", mimeType: "text/markdown", text: "# B" } },
+      { type: "resource", resource: { uri: "file:///c.bin", blob: "AAE=" } },
+    ],
+  }));
+  tool("bad_content", () => ({ content: [{ type: "image", data: "iVBORw0KGgo=" }] }));
+  tool("approve", (input, ctx) => ctx.approve("Delete a.txt?", { path: "a.txt" }));
   tool("mcp_error", () => ({ content: [{ type: "text", text: "the plugin says no" }], isError: true }));
   tool("throws", () => { throw new Error("broken on purpose"); });
   tool("rejects", async () => { throw new RangeError("out of range"); });
@@ -29,6 +40,11 @@ export function activate(api) {
   tool("fetch", async ({ url, method, body }, ctx) => {
     const response = await api.net.fetch(url, { method, body, headers: { "x-test": "1" }, signal: ctx.signal });
     return { status: response.status, ok: response.ok, type: response.headers.get("content-type"), body: await response.text() };
+  });
+  tool("fetch_bytes", async ({ url }) => {
+    const response = await api.net.fetch(url);
+    const bytes = await response.bytes();
+    return { bytes: Array.from(bytes), text: await response.text() };
   });
   tool("add_tool", ({ name }) => { dynamic.set(name, tool(name, () => `I am ${name}`)); return "added"; });
   tool("remove_tool", ({ name }) => { dynamic.get(name).remove(); return "removed"; });

@@ -1,10 +1,16 @@
-//! TypeScript declarations of the catalog's tools, generated from their JSON Schemas.
+//! The one schema-to-TypeScript renderer: TypeScript declarations of the catalog's
+//! tools, generated from their JSON Schemas, for the execute description
+//! ([`declarations`]), `codemode tools --typescript` (the same) and `codemode tools`
+//! ([`listing`]: each tool's call as the program writes it, with the same types).
 //!
-//! The MCP server hands these to the agent, which writes its program against them: an
-//! `interface Tools` with one member per plugin and one method per tool, so that
-//! `declare const tools: Tools;` type-checks `await tools.<plugin>.<tool>(input)` (the
-//! text passes `tsc --noEmit --strict`). The program reaches tools by plugin, so
-//! names are the plugins' own, not [`Catalog::exposed_name`]'s prefixed ones.
+//! The MCP server hands the declarations to the agent, which writes its program against
+//! them: an `interface Tools` with one member per plugin and one method per tool, so
+//! that `declare const tools: Tools;` type-checks `await tools.<plugin>.<tool>(input)`
+//! (the text passes `tsc --noEmit --strict`). The program reaches tools by plugin, so
+//! names are the plugins' own, not [`Catalog::exposed_name`]'s prefixed ones. A tool
+//! without an output schema resolves to its result's text, so it is declared
+//! `Promise<string>`; the one exception (a result holding anything but text resolves
+//! to its content list) is said once, in the header.
 //!
 //! How schemas become types:
 //! - objects list their properties in schema order, `?` for the ones not `required`; an
@@ -24,7 +30,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde_json::{Map, Value};
 
-use crate::catalog::{Catalog, Tool};
+use crate::tool::{Catalog, Tool};
 
 /// Deeper schemas are written as `unknown`: guards the recursion on hand-built values.
 const MAX_DEPTH: usize = 40;
@@ -34,13 +40,35 @@ const MAX_SCHEMA_COMMENT: usize = 200;
 
 /// Keywords that constrain values in ways no TypeScript type says; a schema made of
 /// only these (and annotations) falls back to `unknown /* schema: ... */`.
-const UNEXPRESSIBLE: [&str; 10] =
-    ["not", "if", "then", "else", "patternProperties", "dependentSchemas", "contains", "propertyNames", "$dynamicRef", "$recursiveRef"];
+const UNEXPRESSIBLE: [&str; 10] = [
+    "not",
+    "if",
+    "then",
+    "else",
+    "patternProperties",
+    "dependentSchemas",
+    "contains",
+    "propertyNames",
+    "$dynamicRef",
+    "$recursiveRef",
+];
 
 /// Keywords that carry a type, for telling an `anyOf` of types from an `anyOf` of
 /// constraints (`[{ "required": ["a"] }, { "required": ["b"] }]`), which is left out.
-const TYPE_KEYWORDS: [&str; 12] =
-    ["type", "properties", "additionalProperties", "items", "prefixItems", "enum", "const", "$ref", "anyOf", "oneOf", "allOf", "nullable"];
+const TYPE_KEYWORDS: [&str; 12] = [
+    "type",
+    "properties",
+    "additionalProperties",
+    "items",
+    "prefixItems",
+    "enum",
+    "const",
+    "$ref",
+    "anyOf",
+    "oneOf",
+    "allOf",
+    "nullable",
+];
 
 /// Words that cannot name a type alias.
 const RESERVED: &str = "any bigint boolean break case catch class const continue debugger default delete do else enum export extends false \
@@ -51,9 +79,10 @@ const RESERVED: &str = "any bigint boolean break case catch class const continue
 const HEADER: &str = "\
 /**
  * The tools a program calls as `await tools.<plugin>.<tool>(input)`.
- * A tool declared `Promise<unknown>` has no output schema: it resolves with its result's
- * text (a string: `JSON.parse` it when it holds JSON), or with its content list when the
- * result holds images.
+ * A tool declared `Promise<string>` has no output schema: it resolves with its result's
+ * text (`JSON.parse` it when it holds JSON). Any tool whose result holds something
+ * other than text (an image, audio, a resource) resolves with its MCP content list
+ * instead: an array of `{ type: \"text\", text }`, `{ type: \"image\", data, mimeType }` and so on.
  */
 interface Tools {
 ";
@@ -102,25 +131,72 @@ fn push_method(out: &mut String, plugin: &str, tool: &Tool, siblings: &[&str], n
         doc.push(format!("Also reachable as `{alias}`."));
     }
     push_doc(out, &doc, 2);
+    let (parameter, output) = signature_parts(plugin, tool, namespaces, 2);
+    out.push_str(&format!("    {}({parameter}): Promise<{output}>;\n", property_key(&definition.name)));
+}
 
+/// A tool's parameter (`input: T` or `input?: T`) and output type, declaring the named
+/// types of its schemas in `namespaces`; their inner lines are indented `indent` levels
+/// (2 inside the `declare namespace` blocks, 0 in a flat listing).
+fn signature_parts(plugin: &str, tool: &Tool, namespaces: &mut Namespaces, indent: usize) -> (String, String) {
+    let definition = &tool.definition;
     let schema = &definition.input_schema;
-    let mut input = Renderer::for_schema(schema, namespaces.free_name(&pascal_case(&[plugin, &definition.name, "Input"])));
-    let input_type = if is_empty_object(schema) { "{}".to_string() } else { input.ty(schema, 2, 0).text };
+    let mut input =
+        Renderer::for_schema(schema, namespaces.free_name(&pascal_case(&[plugin, &definition.name, "Input"])));
+    let input_type = if is_empty_object(schema) { "{}".to_string() } else { input.ty(schema, indent, 0).text };
     namespaces.add(input.namespace_block());
     // The worker sends `{}` for a missing input: fine when nothing is required.
     let requires_nothing = schema.get("required").and_then(Value::as_array).is_none_or(Vec::is_empty);
-    let optional = is_empty_object(schema) || (requires_nothing && !["$ref", "anyOf", "oneOf", "allOf"].iter().any(|k| schema.get(*k).is_some()));
-
+    let optional = is_empty_object(schema)
+        || (requires_nothing && !["$ref", "anyOf", "oneOf", "allOf"].iter().any(|k| schema.get(*k).is_some()));
     let output_type = match &definition.output_schema {
         Some(schema) => {
-            let mut output = Renderer::for_schema(schema, namespaces.free_name(&pascal_case(&[plugin, &definition.name, "Output"])));
-            let text = output.ty(schema, 2, 0).text;
+            let mut output =
+                Renderer::for_schema(schema, namespaces.free_name(&pascal_case(&[plugin, &definition.name, "Output"])));
+            let text = output.ty(schema, indent, 0).text;
             namespaces.add(output.namespace_block());
             text
         }
-        None => "unknown".to_string(),
+        None => "string".to_string(),
     };
-    out.push_str(&format!("    {}(input{}: {input_type}): Promise<{output_type}>;\n", property_key(&definition.name), if optional { "?" } else { "" }));
+    (format!("input{}: {input_type}", if optional { "?" } else { "" }), output_type)
+}
+
+/// Every tool as the program calls it, with its types and the first line of its
+/// description (for `codemode tools`), then the named types of schemas with `$ref`s.
+pub fn listing(catalog: &Catalog) -> String {
+    let mut out = String::new();
+    let mut namespaces = Namespaces::default();
+    for (plugin, tools) in catalog.plugins() {
+        let access = access_path(plugin);
+        for tool in tools {
+            let (parameter, output) = signature_parts(plugin, tool, &mut namespaces, 0);
+            let method = access_path(&tool.definition.name);
+            out.push_str(&format!("tools{access}{method}({parameter}): Promise<{output}>\n"));
+            if let Some(first) = tool.definition.description.lines().next().filter(|l| !l.trim().is_empty()) {
+                out.push_str(&format!("    {}\n", first.trim()));
+            }
+        }
+    }
+    for block in namespaces.blocks {
+        out.push('\n');
+        out.push_str(&block);
+    }
+    out
+}
+
+/// `.name`; for a name that is not an identifier, its `_` alias (`.py_tools` for
+/// `py-tools`, which the program's `tools` answers to), or `["name"]` when even that is
+/// not one.
+fn access_path(name: &str) -> String {
+    let alias: String =
+        name.chars().map(|c| if c.is_ascii_alphanumeric() || c == '_' || c == '$' { c } else { '_' }).collect();
+    let key = property_key(&alias);
+    if key.starts_with('"') {
+        format!("[{}]", property_key(name))
+    } else {
+        format!(".{key}")
+    }
 }
 
 /// An object schema with nothing in it: the input of a tool that takes none.
@@ -134,7 +210,8 @@ fn is_empty_object(schema: &Value) -> bool {
 /// The `_` name the worker also answers to for a name with `-` (see the worker's
 /// bootstrap), unless a sibling already has that name.
 fn alias(name: &str, siblings: &[&str]) -> Option<String> {
-    let alias: String = name.chars().map(|c| if c.is_ascii_alphanumeric() || c == '_' || c == '$' { c } else { '_' }).collect();
+    let alias: String =
+        name.chars().map(|c| if c.is_ascii_alphanumeric() || c == '_' || c == '$' { c } else { '_' }).collect();
     (alias != name && !siblings.contains(&alias.as_str())).then_some(alias)
 }
 
@@ -149,7 +226,10 @@ impl Namespaces {
     /// `base`, or `base2`, `base3`...: the first name not taken (nor `Tools`).
     fn free_name(&self, base: &str) -> String {
         let taken = |name: &str| name == "Tools" || self.names.contains(name);
-        (1..).map(|n| if n == 1 { base.to_string() } else { format!("{base}{n}") }).find(|name| !taken(name)).unwrap_or_default()
+        (1..)
+            .map(|n| if n == 1 { base.to_string() } else { format!("{base}{n}") })
+            .find(|name| !taken(name))
+            .unwrap_or_default()
     }
 
     fn add(&mut self, block: Option<(String, String)>) {
@@ -226,7 +306,10 @@ impl Ty {
         match members.len() {
             0 => Ty::primary("unknown"),
             1 => members.remove(0),
-            _ => Ty { text: members.into_iter().map(|m| m.wrapped(Binding::Intersection)).collect::<Vec<_>>().join(" & "), binding: Binding::Intersection },
+            _ => Ty {
+                text: members.into_iter().map(|m| m.wrapped(Binding::Intersection)).collect::<Vec<_>>().join(" & "),
+                binding: Binding::Intersection,
+            },
         }
     }
 }
@@ -363,7 +446,9 @@ impl<'a> Renderer<'a> {
             parts.push(ty);
         }
         // `{ "type": "object", "anyOf": [...] }`: the members say it all.
-        let combined = ["anyOf", "oneOf", "allOf"].iter().any(|k| map.get(*k).and_then(Value::as_array).is_some_and(|m| m.iter().any(has_type)));
+        let combined = ["anyOf", "oneOf", "allOf"]
+            .iter()
+            .any(|k| map.get(*k).and_then(Value::as_array).is_some_and(|m| m.iter().any(has_type)));
         if combined && is_bare_container(map) {
             parts.clear();
         }
@@ -379,7 +464,11 @@ impl<'a> Renderer<'a> {
             }
         }
         if parts.is_empty() {
-            return if UNEXPRESSIBLE.iter().any(|k| map.contains_key(*k)) { fallback(schema) } else { Ty::primary("unknown") };
+            return if UNEXPRESSIBLE.iter().any(|k| map.contains_key(*k)) {
+                fallback(schema)
+            } else {
+                Ty::primary("unknown")
+            };
         }
         let ty = Ty::intersection(parts);
         if map.get("nullable") == Some(&Value::Bool(true)) && ty.text != "null" {
@@ -393,11 +482,19 @@ impl<'a> Renderer<'a> {
         match map.get("type") {
             Some(Value::String(name)) => Some(self.named_type(name, map, indent, depth)),
             Some(Value::Array(names)) => {
-                let members = names.iter().filter_map(Value::as_str).map(|name| self.named_type(name, map, indent, depth)).collect();
+                let members = names
+                    .iter()
+                    .filter_map(Value::as_str)
+                    .map(|name| self.named_type(name, map, indent, depth))
+                    .collect();
                 Some(Ty::union(members))
             }
-            _ if map.contains_key("properties") || map.contains_key("additionalProperties") => Some(self.object_type(map, indent, depth)),
-            _ if map.contains_key("items") || map.contains_key("prefixItems") => Some(self.array_type(map, indent, depth)),
+            _ if map.contains_key("properties") || map.contains_key("additionalProperties") => {
+                Some(self.object_type(map, indent, depth))
+            }
+            _ if map.contains_key("items") || map.contains_key("prefixItems") => {
+                Some(self.array_type(map, indent, depth))
+            }
             _ => None,
         }
     }
@@ -418,7 +515,11 @@ impl<'a> Renderer<'a> {
     fn object_type(&mut self, map: &Map<String, Value>, indent: usize, depth: usize) -> Ty {
         let empty = Map::new();
         let properties = map.get("properties").and_then(Value::as_object).unwrap_or(&empty);
-        let required: Vec<&str> = map.get("required").and_then(Value::as_array).map(|r| r.iter().filter_map(Value::as_str).collect()).unwrap_or_default();
+        let required: Vec<&str> = map
+            .get("required")
+            .and_then(Value::as_array)
+            .map(|r| r.iter().filter_map(Value::as_str).collect())
+            .unwrap_or_default();
         let index = match map.get("additionalProperties") {
             Some(Value::Bool(false)) => None,
             Some(schema @ Value::Object(_)) => Some(self.ty(schema, indent + 1, depth + 1)),
@@ -428,8 +529,12 @@ impl<'a> Renderer<'a> {
         if properties.is_empty() {
             return match index {
                 None => Ty::primary("{}"),
-                Some(index) if !index.text.contains('\n') => Ty::primary(format!("{{ [key: string]: {} }}", index.text)),
-                Some(index) => Ty::primary(format!("{{\n{}[key: string]: {};\n{}}}", pad(indent + 1), index.text, pad(indent))),
+                Some(index) if !index.text.contains('\n') => {
+                    Ty::primary(format!("{{ [key: string]: {} }}", index.text))
+                }
+                Some(index) => {
+                    Ty::primary(format!("{{\n{}[key: string]: {};\n{}}}", pad(indent + 1), index.text, pad(indent)))
+                }
             };
         }
         let mut text = String::from("{\n");
@@ -439,7 +544,13 @@ impl<'a> Renderer<'a> {
             push_doc(&mut text, &doc_lines(schema), indent + 1);
             let ty = self.ty(schema, indent + 1, depth + 1);
             all_match_index &= is_required && index.as_ref().is_some_and(|i| i.text == ty.text);
-            text.push_str(&format!("{}{}{}: {};\n", pad(indent + 1), property_key(name), if is_required { "" } else { "?" }, ty.text));
+            text.push_str(&format!(
+                "{}{}{}: {};\n",
+                pad(indent + 1),
+                property_key(name),
+                if is_required { "" } else { "?" },
+                ty.text
+            ));
         }
         if let Some(index) = index {
             // Every property must fit the index signature: `unknown` unless they all do.
@@ -468,7 +579,9 @@ impl<'a> Renderer<'a> {
         let mut members: Vec<String> = prefix.iter().map(|s| self.ty(s, indent, depth + 1).text).collect();
         match rest {
             Some(Value::Bool(false)) => {}
-            Some(schema) => members.push(format!("...{}[]", self.ty(schema, indent, depth + 1).wrapped(Binding::Primary))),
+            Some(schema) => {
+                members.push(format!("...{}[]", self.ty(schema, indent, depth + 1).wrapped(Binding::Primary)))
+            }
             None => members.push("...unknown[]".to_string()),
         }
         Ty::primary(format!("[{}]", members.join(", ")))
@@ -493,7 +606,9 @@ fn direct_refs(schema: &Value) -> Vec<String> {
 /// `{ "type": "object" }` or `{ "type": "array" }` with nothing about members or items.
 fn is_bare_container(map: &Map<String, Value>) -> bool {
     matches!(map.get("type").and_then(Value::as_str), Some("object" | "array"))
-        && !["properties", "additionalProperties", "items", "prefixItems", "$ref", "const", "enum"].iter().any(|k| map.contains_key(*k))
+        && !["properties", "additionalProperties", "items", "prefixItems", "$ref", "const", "enum"]
+            .iter()
+            .any(|k| map.contains_key(*k))
 }
 
 /// True when the schema says something about the type of its values.
@@ -531,8 +646,8 @@ fn escape_comment(text: &str) -> String {
 /// A property name as TypeScript takes it: bare when it is an identifier, else quoted.
 fn property_key(name: &str) -> String {
     let mut chars = name.chars();
-    let identifier =
-        chars.next().is_some_and(|c| c.is_ascii_alphabetic() || c == '_' || c == '$') && chars.all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '$');
+    let identifier = chars.next().is_some_and(|c| c.is_ascii_alphabetic() || c == '_' || c == '$')
+        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '$');
     if identifier {
         name.to_string()
     } else {
@@ -543,7 +658,8 @@ fn property_key(name: &str) -> String {
 /// A definition's name as a type name: other characters become `_`, reserved words get
 /// a `_` after them.
 fn identifier(name: &str) -> String {
-    let mut id: String = name.chars().map(|c| if c.is_ascii_alphanumeric() || c == '_' || c == '$' { c } else { '_' }).collect();
+    let mut id: String =
+        name.chars().map(|c| if c.is_ascii_alphanumeric() || c == '_' || c == '$' { c } else { '_' }).collect();
     if id.is_empty() || id.starts_with(|c: char| c.is_ascii_digit()) {
         id.insert(0, '_');
     }
@@ -602,7 +718,7 @@ fn pad(indent: usize) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::catalog::{ToolDefinition, ToolResult};
+    use crate::tool::{ToolDefinition, ToolResult};
     use serde_json::json;
 
     fn tool(name: &str, description: &str, input: Value, output: Option<Value>) -> Tool {
@@ -685,22 +801,31 @@ mod tests {
             })),
         );
         let ping = tool("ping", "Checks the database is up.", json!({ "type": "object", "properties": {} }), None);
-        Catalog::new().with("weather", forecast).unwrap().with("my-db", search).unwrap().with("my-db", tree).unwrap().with("my-db", ping).unwrap()
+        Catalog::new()
+            .with("weather", forecast)
+            .unwrap()
+            .with("my-db", search)
+            .unwrap()
+            .with("my-db", tree)
+            .unwrap()
+            .with("my-db", ping)
+            .unwrap()
     }
 
     #[test]
     fn a_representative_catalog() {
         let expected = r##"/**
  * The tools a program calls as `await tools.<plugin>.<tool>(input)`.
- * A tool declared `Promise<unknown>` has no output schema: it resolves with its result's
- * text (a string: `JSON.parse` it when it holds JSON), or with its content list when the
- * result holds images.
+ * A tool declared `Promise<string>` has no output schema: it resolves with its result's
+ * text (`JSON.parse` it when it holds JSON). Any tool whose result holds something
+ * other than text (an image, audio, a resource) resolves with its MCP content list
+ * instead: an array of `{ type: "text", text }`, `{ type: "image", data, mimeType }` and so on.
  */
 interface Tools {
   /** Also reachable as `tools.my_db`. */
   "my-db": {
     /** Checks the database is up. */
-    ping(input?: {}): Promise<unknown>;
+    ping(input?: {}): Promise<string>;
     /**
      * Searches rows.
      *
@@ -714,7 +839,7 @@ interface Tools {
       mode?: "fast";
       tags?: (string | number)[];
       offsets?: (-1 | 0 | 1)[];
-    }): Promise<unknown>;
+    }): Promise<string>;
     /** Walks a tree. */
     tree(input: {
       root: MyDbTreeInput.Node;
@@ -814,25 +939,40 @@ declare namespace MyDbTreeOutput {
             }),
             None,
         );
-        let other = tool("get_x", "Gets x.", json!({ "type": "object" }), Some(json!({ "type": "object", "properties": { "n": { "type": "integer" } } })));
-        let codes = tool("codes", "Codes.", json!({ "type": "object", "properties": { "n": { "type": "integer" } } }), None);
-        Catalog::new().with("edge", odd).unwrap().with("edge", either).unwrap().with("edge", other).unwrap().with("2fa", codes).unwrap()
+        let other = tool(
+            "get_x",
+            "Gets x.",
+            json!({ "type": "object" }),
+            Some(json!({ "type": "object", "properties": { "n": { "type": "integer" } } })),
+        );
+        let codes =
+            tool("codes", "Codes.", json!({ "type": "object", "properties": { "n": { "type": "integer" } } }), None);
+        Catalog::new()
+            .with("edge", odd)
+            .unwrap()
+            .with("edge", either)
+            .unwrap()
+            .with("edge", other)
+            .unwrap()
+            .with("2fa", codes)
+            .unwrap()
     }
 
     #[test]
     fn edge_cases() {
         let expected = r##"/**
  * The tools a program calls as `await tools.<plugin>.<tool>(input)`.
- * A tool declared `Promise<unknown>` has no output schema: it resolves with its result's
- * text (a string: `JSON.parse` it when it holds JSON), or with its content list when the
- * result holds images.
+ * A tool declared `Promise<string>` has no output schema: it resolves with its result's
+ * text (`JSON.parse` it when it holds JSON). Any tool whose result holds something
+ * other than text (an image, audio, a resource) resolves with its MCP content list
+ * instead: an array of `{ type: "text", text }`, `{ type: "image", data, mimeType }` and so on.
  */
 interface Tools {
   "2fa": {
     /** Codes. */
     codes(input?: {
       n?: number;
-    }): Promise<unknown>;
+    }): Promise<string>;
   };
   edge: {
     /**
@@ -885,7 +1025,7 @@ interface Tools {
       id: string;
     } | {
       name: string;
-    }): Promise<unknown>;
+    }): Promise<string>;
     /** Gets x. */
     get_x(input?: {}): Promise<{
       n?: number;
@@ -908,14 +1048,20 @@ declare namespace EdgeA1Input {
         assert_eq!(schema_type(&json!({ "type": "integer" }), 0), "number");
         assert_eq!(schema_type(&json!({ "type": ["string", "integer", "number"] }), 0), "string | number");
         assert_eq!(schema_type(&json!({ "type": "array" }), 0), "unknown[]");
-        assert_eq!(schema_type(&json!({ "type": "array", "items": { "type": "array", "items": { "type": "boolean" } } }), 0), "boolean[][]");
+        assert_eq!(
+            schema_type(&json!({ "type": "array", "items": { "type": "array", "items": { "type": "boolean" } } }), 0),
+            "boolean[][]"
+        );
         assert_eq!(schema_type(&json!({ "type": "object" }), 0), "{ [key: string]: unknown }");
         assert_eq!(schema_type(&json!({ "type": "object", "additionalProperties": false }), 0), "{}");
         assert_eq!(schema_type(&json!({ "enum": ["a", 1, null] }), 0), r#""a" | 1 | null"#);
         assert_eq!(schema_type(&json!({ "const": -1 }), 0), "-1");
         assert_eq!(schema_type(&json!({ "anyOf": [{ "type": "string" }, { "type": "string" }] }), 0), "string");
         assert_eq!(
-            schema_type(&json!({ "allOf": [{ "anyOf": [{ "type": "string" }, { "type": "number" }] }, { "enum": ["a"] }] }), 0),
+            schema_type(
+                &json!({ "allOf": [{ "anyOf": [{ "type": "string" }, { "type": "number" }] }, { "enum": ["a"] }] }),
+                0
+            ),
             r#"(string | number) & "a""#
         );
         assert_eq!(schema_type(&json!({ "type": "string", "nullable": true }), 0), "string | null");
@@ -925,7 +1071,10 @@ declare namespace EdgeA1Input {
         assert_eq!(schema_type(&json!(false), 0), "never");
         assert_eq!(schema_type(&json!(7), 0), "unknown /* schema: 7 */");
         assert_eq!(
-            schema_type(&json!({ "type": "object", "properties": { "a b": { "type": "object", "properties": { "c": { "type": "string" } } } } }), 1),
+            schema_type(
+                &json!({ "type": "object", "properties": { "a b": { "type": "object", "properties": { "c": { "type": "string" } } } } }),
+                1
+            ),
             "{\n    \"a b\"?: {\n      c?: string;\n    };\n  }"
         );
     }
@@ -933,14 +1082,28 @@ declare namespace EdgeA1Input {
     #[test]
     fn what_cannot_be_expressed_is_unknown_with_its_schema() {
         // Without `declarations`, and for a `$ref` to anything but `$defs`/`definitions`.
-        assert_eq!(schema_type(&json!({ "$ref": "#/$defs/A", "$defs": { "A": {} } }), 0), r##"unknown /* schema: {"$ref":"#/$defs/A","$defs":{"A":{}}} */"##);
+        assert_eq!(
+            schema_type(&json!({ "$ref": "#/$defs/A", "$defs": { "A": {} } }), 0),
+            r##"unknown /* schema: {"$ref":"#/$defs/A","$defs":{"A":{}}} */"##
+        );
         let root = json!({});
         let mut renderer = Renderer::for_schema(&root, "N".into());
-        assert_eq!(renderer.ty(&json!({ "$ref": "https://example.com/a.json" }), 0, 0).text, r#"unknown /* schema: {"$ref":"https://example.com/a.json"} */"#);
+        assert_eq!(
+            renderer.ty(&json!({ "$ref": "https://example.com/a.json" }), 0, 0).text,
+            r#"unknown /* schema: {"$ref":"https://example.com/a.json"} */"#
+        );
         assert_eq!(renderer.namespace_block(), None);
-        assert_eq!(schema_type(&json!({ "not": { "const": "*/" } }), 0), r#"unknown /* schema: {"not":{"const":"*\/"}} */"#);
+        assert_eq!(
+            schema_type(&json!({ "not": { "const": "*/" } }), 0),
+            r#"unknown /* schema: {"not":{"const":"*\/"}} */"#
+        );
         let long = schema_type(&json!({ "not": { "enum": ["x".repeat(500)] } }), 0);
-        assert!(long.starts_with(r#"unknown /* schema: {"not":{"enum":["xxx"#) && long.ends_with("x… */") && long.len() < 250, "{long}");
+        assert!(
+            long.starts_with(r#"unknown /* schema: {"not":{"enum":["xxx"#)
+                && long.ends_with("x… */")
+                && long.len() < 250,
+            "{long}"
+        );
         let mut deep = json!({ "type": "string" });
         for _ in 0..200 {
             deep = json!({ "type": "array", "items": deep });
@@ -991,17 +1154,29 @@ declare namespace EdgeA1Input {
         for i in 0..250 {
             let input = match i % 3 {
                 0 => json!({ "type": "object" }),
-                1 => json!({ "type": "object", "properties": { "id": { "type": "string", "description": "The id." } }, "required": ["id"] }),
-                _ => json!({ "type": "object", "properties": { "q": { "type": "array", "items": { "type": "string" } } } }),
+                1 => {
+                    json!({ "type": "object", "properties": { "id": { "type": "string", "description": "The id." } }, "required": ["id"] })
+                }
+                _ => {
+                    json!({ "type": "object", "properties": { "q": { "type": "array", "items": { "type": "string" } } } })
+                }
             };
-            let output = (i % 5 == 0).then(|| json!({ "type": "object", "properties": { "ok": { "type": "boolean" } } }));
-            catalog.add(&format!("plugin-{}", i % 12), tool(&format!("tool-{i}"), &format!("Tool number {i}.\nSecond line."), input, output)).unwrap();
+            let output =
+                (i % 5 == 0).then(|| json!({ "type": "object", "properties": { "ok": { "type": "boolean" } } }));
+            catalog
+                .add(
+                    &format!("plugin-{}", i % 12),
+                    tool(&format!("tool-{i}"), &format!("Tool number {i}.\nSecond line."), input, output),
+                )
+                .unwrap();
         }
         let text = declarations(&catalog);
         let methods = text.lines().filter(|l| l.starts_with("    \"tool-") && l.contains("(input")).count();
         assert_eq!(methods, 250);
         assert!(!text.contains("\n\n"), "no blank lines");
-        assert!(text.lines().all(|l| (l.len() - l.trim_start().len()) % 2 == 0 || l.starts_with(" *") || l.trim_start().starts_with('*')));
+        assert!(text.lines().all(|l| (l.len() - l.trim_start().len()) % 2 == 0
+            || l.starts_with(" *")
+            || l.trim_start().starts_with('*')));
         assert!(text.lines().all(|l| l == l.trim_end()), "no trailing spaces");
         assert_eq!(text.matches("interface Tools {").count(), 1);
         assert_eq!(text.lines().filter(|l| l.starts_with("  \"plugin-")).count(), 12);

@@ -1,0 +1,111 @@
+//! One tool call of a program: find the tool (trying an unavailable plugin again first),
+//! parse and check the input, ask the caller's hooks (approvals), run it, check its
+//! output, and turn the result into the answer the program reads.
+
+use std::sync::{Arc, RwLock};
+
+use futures::future::BoxFuture;
+use protocol::ToolAnswer;
+use serde_json::value::RawValue;
+use serde_json::Value;
+use tokio_util::sync::CancellationToken;
+
+use crate::tool::{CallContext, Caller, Catalog, Tool};
+
+/// What a caller may add around each tool call of a program: a check before it (for
+/// approvals) and a report after it (for progress).
+pub trait CallHooks: Send + Sync + 'static {
+    /// Runs before the call; an `Err` rejects it in the program with that message, and
+    /// the tool never runs.
+    fn before(&self, plugin: &str, tool: &Tool, input: &Value) -> BoxFuture<'static, Result<(), String>>;
+    /// Runs when the call finished; `ok` is false for a failed or rejected call.
+    fn after(&self, plugin: &str, tool: &str, ok: bool);
+}
+
+/// What every tool call of one program shares: the catalog it was started with (and
+/// the executor's current one, for plugins that recover while it runs), who runs it,
+/// and the caller's hooks.
+pub(super) struct CallScope {
+    pub(super) catalog: Arc<Catalog>,
+    pub(super) current: Arc<RwLock<Arc<Catalog>>>,
+    pub(super) caller: Arc<Caller>,
+    pub(super) hooks: Option<Arc<dyn CallHooks>>,
+}
+
+impl CallScope {
+    /// The tool `plugin.tool`, trying an unavailable plugin again first; `Err` is the
+    /// rejection the program reads.
+    async fn find(&self, plugin: &str, tool: &str) -> Result<Tool, String> {
+        if let Some(t) = self.catalog.get(plugin, tool) {
+            return Ok(t.clone());
+        }
+        let Some(unavailable) = self.catalog.unavailable(plugin) else {
+            return Err(format!("unknown tool {plugin}.{tool}"));
+        };
+        if let Some(recover) = &unavailable.recover {
+            recover.recover().await;
+        }
+        let current = Arc::clone(&self.current.read().unwrap_or_else(|p| p.into_inner()));
+        match (current.get(plugin, tool), current.unavailable(plugin)) {
+            (Some(t), _) => Ok(t.clone()),
+            (None, Some(still)) => Err(format!("plugin {plugin} is unavailable: {}", still.reason)),
+            (None, None) if current.plugins().any(|(p, _)| p == plugin) => {
+                Err(format!("plugin {plugin} has no tool named {tool}"))
+            }
+            (None, None) => Err(format!("plugin {plugin} is unavailable: {}", unavailable.reason)),
+        }
+    }
+}
+
+/// Runs one tool call; resolves with the answer for the worker.
+pub(super) async fn serve_call(
+    scope: Arc<CallScope>,
+    cancel: CancellationToken,
+    call_id: u64,
+    plugin: String,
+    tool: String,
+    input: Box<RawValue>,
+) -> (u64, ToolAnswer) {
+    let found = scope.find(&plugin, &tool).await;
+    let CallScope { caller, hooks, .. } = &*scope;
+    let caller = Arc::clone(caller);
+    let parsed = serde_json::from_str::<Value>(input.get());
+    // The JSON text is not needed once parsed: it may be tens of MiB.
+    drop(input);
+    let answer = match &found {
+        Err(why) => ToolAnswer::Reject(why.clone()),
+        Ok(t) => match parsed {
+            Err(e) => ToolAnswer::Reject(format!("the input of {plugin}.{tool} is not JSON: {e}")),
+            Ok(input) => {
+                // Checked before anyone is asked to approve it.
+                let checked = t.check_input(&format!("{plugin}.{tool}"), &input);
+                let approved = match (checked, hooks) {
+                    (Err(why), _) => Err(why),
+                    (Ok(()), Some(h)) => h.before(&plugin, t, &input).await,
+                    (Ok(()), None) if t.definition.requires_approval => Err(format!(
+                        "tools.{plugin}.{tool} needs a person's approval for each call, and nobody can be asked here: run the program through the MCP server (codemode mcp or codemode serve), whose client asks the person"
+                    )),
+                    (Ok(()), None) => Ok(()),
+                };
+                let outcome = match approved {
+                    Ok(()) => {
+                        t.run_validated(
+                            input,
+                            CallContext { plugin: plugin.clone(), tool: tool.clone(), call_id, caller, cancel },
+                        )
+                        .await
+                    }
+                    Err(why) => Err(why),
+                };
+                if let Some(h) = hooks {
+                    h.after(&plugin, &tool, outcome.as_ref().is_ok_and(|r| !r.is_error));
+                }
+                match outcome {
+                    Ok(result) => t.answer(&result),
+                    Err(why) => ToolAnswer::Reject(why),
+                }
+            }
+        },
+    };
+    (call_id, answer)
+}

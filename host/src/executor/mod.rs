@@ -1,0 +1,339 @@
+//! The executor: runs one program per call, each in its own worker.
+//!
+//! [`Executor::run`] is the whole flow for one [`Program`] (its code and options):
+//! 1. launch a worker with a channel of its own ([`crate::launcher`]);
+//! 2. send the program with its limits and the catalog's tool names;
+//! 3. serve the worker until it finishes ([`session`]): each tool call runs
+//!    concurrently as its own future ([`calls`]) and is answered as soon as it is done;
+//!    console output is kept up to the cap;
+//! 4. stop at the outcome, the wall-clock limit, a cancellation, or the first protocol
+//!    violation;
+//! 5. cancel in-flight tool calls, kill and reap the worker, and build the [`Outcome`]
+//!    ([`ending`]).
+//!
+//! Nothing a worker does can take the host down: a crash, a hang, a flood or garbage on
+//! the channel ends that program with its own outcome, and the next program runs in a
+//! new worker.
+
+mod calls;
+mod ending;
+mod session;
+
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, RwLock};
+use std::time::{Duration, Instant};
+
+use tokio_util::sync::CancellationToken;
+
+pub use calls::CallHooks;
+use calls::CallScope;
+use ending::Ended;
+use session::{Session, SharedToolBudget};
+
+use crate::launcher::{LaunchError, LaunchMode, Launcher, SandboxPolicy};
+use crate::limits::{LimitError, Limits};
+use crate::outcome::{Outcome, OutcomeKind};
+use crate::tool::{Caller, Catalog};
+
+/// Why an executor could not be built.
+#[derive(Debug, thiserror::Error)]
+pub enum ExecutorError {
+    /// A default limit is out of range.
+    #[error(transparent)]
+    Limit(#[from] LimitError),
+    /// Workers cannot be started.
+    #[error(transparent)]
+    Launch(#[from] LaunchError),
+}
+
+/// Builds an [`Executor`].
+#[derive(Debug, Default)]
+pub struct ExecutorBuilder {
+    worker: Option<PathBuf>,
+    mode: LaunchMode,
+    limits: Limits,
+    catalog: Catalog,
+    busy_poll: Option<Duration>,
+    sandbox: SandboxPolicy,
+    tool_bytes_budget: Option<u64>,
+}
+
+/// The tool data all programs together may have in flight by default (each program also
+/// has its own [`Limits::tool_bytes_in_flight`]): what bounds the host's memory when
+/// many programs send large inputs at once.
+pub const DEFAULT_TOOL_BYTES_BUDGET: u64 = 64 * 1024 * 1024;
+
+/// Default busy-poll budget: long enough to catch an in-process tool's answer, short
+/// enough that a slow tool wastes little CPU.
+pub const DEFAULT_BUSY_POLL: Duration = Duration::from_micros(60);
+
+impl ExecutorBuilder {
+    /// How long host and worker busy-poll for the other side's next message before they
+    /// sleep (default [`DEFAULT_BUSY_POLL`]; zero turns it off). Waking a sleeping thread
+    /// costs tens of microseconds on small VMs, which dominates a tool call's round trip.
+    pub fn busy_poll(mut self, budget: Duration) -> Self {
+        self.busy_poll = Some(budget);
+        self
+    }
+    /// The `sandbox-worker` binary (default: [`default_worker_path`]).
+    pub fn worker_path(mut self, path: impl Into<PathBuf>) -> Self {
+        self.worker = Some(path.into());
+        self
+    }
+    /// How workers start (default: [`LaunchMode::Auto`]).
+    pub fn launch_mode(mut self, mode: LaunchMode) -> Self {
+        self.mode = mode;
+        self
+    }
+    /// The tool data all programs together may have in flight (default
+    /// [`DEFAULT_TOOL_BYTES_BUDGET`]), on top of each program's own limit.
+    pub fn tool_bytes_budget(mut self, bytes: u64) -> Self {
+        self.tool_bytes_budget = Some(bytes);
+        self
+    }
+    /// Whether every sandbox layer must apply (default: [`SandboxPolicy::Required`]).
+    pub fn sandbox(mut self, policy: SandboxPolicy) -> Self {
+        self.sandbox = policy;
+        self
+    }
+    /// The default limits of every program.
+    pub fn limits(mut self, limits: Limits) -> Self {
+        self.limits = limits;
+        self
+    }
+    /// The tools programs may call.
+    pub fn catalog(mut self, catalog: Catalog) -> Self {
+        self.catalog = catalog;
+        self
+    }
+    /// Checks the limits, finds the worker and (in template mode) starts the template.
+    pub async fn build(self) -> Result<Executor, ExecutorError> {
+        self.limits.validate()?;
+        let worker = self.worker.unwrap_or_else(default_worker_path);
+        let launcher = Launcher::new(worker, self.mode, self.sandbox).await?;
+        Ok(Executor {
+            launcher,
+            limits: self.limits,
+            busy_poll: self.busy_poll.unwrap_or(DEFAULT_BUSY_POLL),
+            catalog: Arc::new(RwLock::new(Arc::new(self.catalog))),
+            catalog_version: tokio::sync::watch::channel(0).0,
+            next_program: AtomicU64::new(1),
+            tool_budget: Arc::new(SharedToolBudget {
+                limit: self.tool_bytes_budget.unwrap_or(DEFAULT_TOOL_BYTES_BUDGET),
+                used: AtomicU64::new(0),
+            }),
+        })
+    }
+}
+
+/// The `sandbox-worker` binary: `$CODEMODE_WORKER`, else next to the current executable
+/// (or one level up, for test binaries under `target/*/deps`).
+pub fn default_worker_path() -> PathBuf {
+    if let Some(p) = std::env::var_os("CODEMODE_WORKER") {
+        return PathBuf::from(p);
+    }
+    let exe = std::env::current_exe().unwrap_or_default();
+    let dir = exe.parent().map(PathBuf::from).unwrap_or_default();
+    let beside = dir.join("sandbox-worker");
+    if beside.exists() {
+        return beside;
+    }
+    dir.parent().map(|p| p.join("sandbox-worker")).filter(|p| p.exists()).unwrap_or(beside)
+}
+
+/// Runs programs. Cheap to share behind an `Arc`; programs may run concurrently.
+pub struct Executor {
+    launcher: Launcher,
+    limits: Limits,
+    busy_poll: Duration,
+    catalog: Arc<RwLock<Arc<Catalog>>>,
+    catalog_version: tokio::sync::watch::Sender<u64>,
+    next_program: AtomicU64,
+    tool_budget: Arc<SharedToolBudget>,
+}
+
+/// One program to run, and how: its code, and optionally its limits (the executor's by
+/// default), a token that cancels it, who runs it (passed to every tool call's
+/// context) and hooks around each tool call (approvals before, progress after).
+///
+/// `executor.run("return 1")` runs code with every default; the builder methods set
+/// the rest: `executor.run(Program::new(code).limits(l).cancel(token))`.
+#[derive(Clone, Default)]
+pub struct Program {
+    code: String,
+    limits: Option<Limits>,
+    cancel: Option<CancellationToken>,
+    caller: Caller,
+    hooks: Option<Arc<dyn CallHooks>>,
+}
+
+impl Program {
+    /// A program with every option at its default.
+    pub fn new(code: impl Into<String>) -> Self {
+        Self { code: code.into(), ..Self::default() }
+    }
+
+    /// Runs it under `limits` instead of the executor's.
+    pub fn limits(mut self, limits: Limits) -> Self {
+        self.limits = Some(limits);
+        self
+    }
+
+    /// Cancelling `token` stops it at once: the worker is killed and its tool calls are
+    /// cancelled at their plugins.
+    pub fn cancel(mut self, token: CancellationToken) -> Self {
+        self.cancel = Some(token);
+        self
+    }
+
+    /// Who runs it (workspace, agent, chat, call id), passed to every tool call.
+    pub fn caller(mut self, caller: Caller) -> Self {
+        self.caller = caller;
+        self
+    }
+
+    /// Hooks around each of its tool calls.
+    pub fn hooks(mut self, hooks: Arc<dyn CallHooks>) -> Self {
+        self.hooks = Some(hooks);
+        self
+    }
+
+    /// The program's text.
+    pub fn code(&self) -> &str {
+        &self.code
+    }
+}
+
+impl From<&str> for Program {
+    fn from(code: &str) -> Self {
+        Program::new(code)
+    }
+}
+
+impl From<String> for Program {
+    fn from(code: String) -> Self {
+        Program::new(code)
+    }
+}
+
+impl From<&String> for Program {
+    fn from(code: &String) -> Self {
+        Program::new(code.as_str())
+    }
+}
+
+impl Executor {
+    /// Starts building an executor.
+    pub fn builder() -> ExecutorBuilder {
+        ExecutorBuilder::default()
+    }
+
+    /// The default limits.
+    pub fn limits(&self) -> Limits {
+        self.limits
+    }
+
+    /// How workers are started (resolved, never `Auto`).
+    pub fn launch_mode(&self) -> LaunchMode {
+        self.launcher.mode()
+    }
+
+    /// The current catalog.
+    pub fn catalog(&self) -> Arc<Catalog> {
+        Arc::clone(&self.catalog.read().unwrap_or_else(|p| p.into_inner()))
+    }
+
+    /// Replaces the catalog; programs that start later see the new one, and every
+    /// [`Executor::watch_catalog`] receiver is told.
+    pub fn set_catalog(&self, catalog: Catalog) {
+        *self.catalog.write().unwrap_or_else(|p| p.into_inner()) = Arc::new(catalog);
+        self.catalog_version.send_modify(|v| *v += 1);
+    }
+
+    /// A receiver that changes whenever the catalog is replaced.
+    pub fn watch_catalog(&self) -> tokio::sync::watch::Receiver<u64> {
+        self.catalog_version.subscribe()
+    }
+
+    /// The template's pid, in template mode.
+    pub async fn template_pid(&self) -> Option<i32> {
+        self.launcher.template_pid().await
+    }
+
+    /// Runs one program (code, or a [`Program`] with options) to its outcome.
+    pub async fn run(&self, program: impl Into<Program>) -> Outcome {
+        let Program { code, limits, cancel, caller, hooks } = program.into();
+        let limits = limits.unwrap_or(self.limits);
+        let cancel = cancel.unwrap_or_default();
+        let started = Instant::now();
+        let program = self.next_program.fetch_add(1, Ordering::Relaxed);
+        let span = tracing::debug_span!("program", id = program);
+        let _enter = span.enter();
+        if let Err(e) = limits.validate() {
+            return ending::without_worker(started, OutcomeKind::Internal { reason: e.to_string() });
+        }
+        if code.trim().is_empty() {
+            let why = "the program is empty: write the body of an async function (statements, with `return` for the value) or one expression such as `async (tools) => ...`";
+            return ending::without_worker(started, ending::error("SyntaxError", why));
+        }
+        let catalog = self.catalog();
+        let (mut process, host_end) = match self.launcher.launch().await {
+            Ok(launched) => launched,
+            Err(e) => return ending::without_worker(started, OutcomeKind::Internal { reason: e.to_string() }),
+        };
+        tracing::debug!(pid = process.pid(), "worker launched");
+        let scope = CallScope { catalog, current: Arc::clone(&self.catalog), caller: Arc::new(caller), hooks };
+        let mut session =
+            Session::new(scope, limits, self.busy_poll, cancel.child_token(), Arc::clone(&self.tool_budget));
+        // Serve on a runtime worker thread: that thread also polls the socket, so a
+        // message wakes the session directly instead of through a second thread.
+        // Dropping the serve future drops every in-flight tool call; the token tells
+        // the tools that their calls were given up.
+        let served = tokio::spawn(async move {
+            let ended = session.serve(host_end, &code).await;
+            session.cancel.cancel();
+            (session, ended)
+        })
+        .await;
+        let (session, ended) = match served {
+            Ok(done) => done,
+            Err(e) => {
+                process.kill();
+                let _ = process.wait().await;
+                return ending::without_worker(
+                    started,
+                    OutcomeKind::Internal { reason: format!("serving the program failed: {e}") },
+                );
+            }
+        };
+        if !matches!(ended, Ended::Disconnected(_)) {
+            process.kill();
+        }
+        // A worker that closed its channel is dying on its own: give it a moment so the
+        // outcome can name the real cause, then make sure.
+        let status = match tokio::time::timeout(std::time::Duration::from_millis(500), process.wait()).await {
+            Ok(status) => status,
+            Err(_) => {
+                process.kill();
+                process.wait().await
+            }
+        };
+        tracing::debug!(?status, "worker reaped");
+        let (kind, worker_dropped) = ending::outcome_kind(ended, &status, &limits);
+        Outcome {
+            kind,
+            console: session.console.text,
+            console_dropped_bytes: session.console.dropped + worker_dropped,
+            tool_calls: session.tool_calls,
+            elapsed: started.elapsed(),
+            sandbox_missing: self.launcher.missing_layers(),
+        }
+    }
+
+    /// Sandbox layers missing on this machine (empty unless the executor was built with
+    /// [`SandboxPolicy::InsecureAllowWeaker`]).
+    pub fn sandbox_missing(&self) -> Vec<protocol::worker::MissingLayer> {
+        self.launcher.missing_layers()
+    }
+}

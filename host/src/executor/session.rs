@@ -1,0 +1,261 @@
+//! The host's side of one running program: one task reads the worker's messages, runs
+//! each tool call as a future of its own, writes answers as they complete, keeps the
+//! console, enforces the wall clock and the budgets of tool calls and tool data in
+//! flight, and stops at the outcome (or at the first protocol violation).
+
+use std::os::fd::OwnedFd;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures::future::BoxFuture;
+use futures::stream::FuturesUnordered;
+use futures::{FutureExt, StreamExt};
+use protocol::cost::{json_cost, mib};
+use protocol::{ConsoleLevel, HostChannel, HostToWorker, StartProgram, ToolAnswer, WorkerToHost, MAX_FRAME_BYTES};
+use tokio_util::sync::CancellationToken;
+
+use super::calls::{serve_call, CallScope};
+use super::ending::Ended;
+use crate::limits::Limits;
+
+/// Tool data in flight across every program of one executor.
+#[derive(Debug)]
+pub(super) struct SharedToolBudget {
+    pub(super) limit: u64,
+    pub(super) used: AtomicU64,
+}
+
+impl SharedToolBudget {
+    /// Takes `cost`, or says how much is in use.
+    fn take(&self, cost: u64) -> Result<(), u64> {
+        let mut used = self.used.load(Ordering::Acquire);
+        loop {
+            if used.saturating_add(cost) > self.limit {
+                return Err(used);
+            }
+            match self.used.compare_exchange_weak(used, used + cost, Ordering::AcqRel, Ordering::Acquire) {
+                Ok(_) => return Ok(()),
+                Err(now) => used = now,
+            }
+        }
+    }
+
+    fn give_back(&self, cost: u64) {
+        self.used.fetch_sub(cost, Ordering::AcqRel);
+    }
+}
+
+/// Console output kept for the outcome, cut at the cap.
+pub(super) struct ConsoleBuffer {
+    pub(super) text: String,
+    cap: u64,
+    pub(super) dropped: u64,
+}
+
+impl ConsoleBuffer {
+    fn push(&mut self, level: ConsoleLevel, line: &str) {
+        let prefix = match level {
+            ConsoleLevel::Warn => "[warn] ",
+            ConsoleLevel::Error => "[error] ",
+            ConsoleLevel::Log | ConsoleLevel::Debug => "",
+        };
+        let needed = (prefix.len() + line.len() + 1) as u64;
+        let room = self.cap.saturating_sub(self.text.len() as u64);
+        if needed <= room {
+            self.text.push_str(prefix);
+            self.text.push_str(line);
+            self.text.push('\n');
+            return;
+        }
+        // Keep what fits, on a character boundary; count the rest.
+        let whole = format!("{prefix}{line}\n");
+        let mut cut = usize::try_from(room).unwrap_or(usize::MAX).min(whole.len());
+        while !whole.is_char_boundary(cut) {
+            cut -= 1;
+        }
+        self.text.push_str(&whole[..cut]);
+        self.dropped += (whole.len() - cut) as u64;
+    }
+}
+
+/// The host's side of one running program.
+///
+/// One task serves the whole program: it reads the worker's messages, polls every
+/// in-flight tool call, and writes answers as they complete. Keeping everything on one
+/// task avoids a cross-thread wake-up per call.
+pub(super) struct Session {
+    calls: Arc<CallScope>,
+    limits: Limits,
+    busy_poll: Duration,
+    pub(super) cancel: CancellationToken,
+    pub(super) console: ConsoleBuffer,
+    pub(super) tool_calls: u64,
+    shared_budget: Arc<SharedToolBudget>,
+}
+
+/// What one call holds of the shared budget, given back when the call ends (or is
+/// dropped with its program).
+struct SharedHold {
+    budget: Arc<SharedToolBudget>,
+    cost: u64,
+}
+
+impl Drop for SharedHold {
+    fn drop(&mut self) {
+        self.budget.give_back(self.cost);
+    }
+}
+
+impl Session {
+    pub(super) fn new(
+        calls: CallScope,
+        limits: Limits,
+        busy_poll: Duration,
+        cancel: CancellationToken,
+        shared_budget: Arc<SharedToolBudget>,
+    ) -> Self {
+        let console = ConsoleBuffer { text: String::new(), cap: limits.console_bytes, dropped: 0 };
+        Self { calls: Arc::new(calls), limits, busy_poll, cancel, console, tool_calls: 0, shared_budget }
+    }
+
+    /// Sends the program and serves the worker until it stops (see [`Ended`]).
+    pub(super) async fn serve(&mut self, channel: OwnedFd, code: &str) -> Ended {
+        let (mut from_worker, mut to_worker) = match HostChannel::open(channel, MAX_FRAME_BYTES) {
+            Ok(halves) => halves,
+            Err(e) => return Ended::Broken(format!("cannot use the worker channel: {e}")),
+        };
+        let start = StartProgram {
+            code: code.to_string(),
+            limits: self.limits.worker_limits(),
+            catalog: self.calls.catalog.worker_view(),
+            busy_poll_us: u64::try_from(self.busy_poll.as_micros()).unwrap_or(u64::MAX),
+        };
+        if let Err(e) = to_worker.queue_to_worker(&HostToWorker::Start(start)) {
+            return Ended::Disconnected(format!("sending the program failed: {e}"));
+        }
+        let deadline = tokio::time::sleep(self.limits.wall_clock);
+        tokio::pin!(deadline);
+        let mut calls: FuturesUnordered<BoxFuture<'static, (u64, ToolAnswer, u64)>> = FuturesUnordered::new();
+        // The budget of tool data in flight: inputs of the calls in flight (as
+        // `json_cost` counts them) plus answers queued for the worker and not written yet.
+        let budget = self.limits.tool_bytes_in_flight;
+        let mut inputs_in_flight: u64 = 0;
+        // Right after an answer, the worker's next message is usually microseconds away.
+        let mut just_answered = false;
+        loop {
+            let poll_budget = if just_answered { self.busy_poll } else { Duration::ZERO };
+            just_answered = false;
+            tokio::select! {
+                biased;
+                () = self.cancel.cancelled() => return Ended::Cancelled,
+                () = &mut deadline => return Ended::WallClock,
+                flushed = to_worker.flush_to_worker(), if to_worker.has_pending() => {
+                    if let Err(e) = flushed {
+                        return self.drain(&mut from_worker, format!("writing to the worker failed: {e}")).await;
+                    }
+                }
+                Some((call_id, answer, cost)) = calls.next(), if !calls.is_empty() => {
+                    inputs_in_flight = inputs_in_flight.saturating_sub(cost);
+                    let answer = within_budget(answer, budget);
+                    if let Err(e) = to_worker.queue_to_worker(&HostToWorker::ToolAnswer { call_id, answer }) {
+                        return self.drain(&mut from_worker, format!("answering a tool call failed: {e}")).await;
+                    }
+                    just_answered = calls.is_empty();
+                }
+                message = from_worker.recv_from_worker_busy_poll(poll_budget) => match message {
+                    Ok(WorkerToHost::ToolCall { call_id, plugin, tool, input }) => {
+                        self.tool_calls += 1;
+                        let cost = json_cost(input.get());
+                        let unread = to_worker.pending_bytes() as u64;
+                        let refusal = if calls.len() >= self.limits.tool_calls_in_flight {
+                            Some(format!("too many tool calls in flight: the limit is {}; await some before starting more", self.limits.tool_calls_in_flight))
+                        } else if inputs_in_flight.saturating_add(unread).saturating_add(cost) > budget {
+                            Some(format!(
+                                "tools.{plugin}.{tool}: too much tool data in flight: {} of inputs and unread answers plus this input's {} is more than the {} a program may have in flight; await some calls before starting more, or send less",
+                                mib(inputs_in_flight + unread),
+                                mib(cost),
+                                mib(budget)
+                            ))
+                        } else if let Err(used) = self.shared_budget.take(cost) {
+                            Some(format!(
+                                "tools.{plugin}.{tool}: the host already holds {} of tool data for all running programs, and this input's {} would pass its {}; try again when calls have finished, or send less",
+                                mib(used),
+                                mib(cost),
+                                mib(self.shared_budget.limit)
+                            ))
+                        } else {
+                            None
+                        };
+                        match refusal {
+                            Some(why) => {
+                                drop(input);
+                                if let Err(e) = to_worker.queue_to_worker(&HostToWorker::ToolAnswer { call_id, answer: ToolAnswer::Reject(why) }) {
+                                    return self.drain(&mut from_worker, format!("answering a tool call failed: {e}")).await;
+                                }
+                            }
+                            None => {
+                                inputs_in_flight += cost;
+                                let hold = SharedHold { budget: Arc::clone(&self.shared_budget), cost };
+                                let call = serve_call(Arc::clone(&self.calls), self.cancel.child_token(), call_id, plugin, tool, input);
+                                calls.push(call.map(move |(id, answer)| {
+                                    drop(hold);
+                                    (id, answer, cost)
+                                }).boxed());
+                            }
+                        }
+                    }
+                    Ok(WorkerToHost::Console { level, text }) => self.console.push(level, &text),
+                    Ok(WorkerToHost::Finished { outcome, console_dropped_bytes }) => return Ended::Finished(outcome, console_dropped_bytes),
+                    Err(e) if e.is_disconnect() => return Ended::Disconnected(e.to_string()),
+                    Err(e) => return Ended::Broken(format!("the worker sent an invalid message: {e}")),
+                },
+            }
+        }
+    }
+}
+
+impl Session {
+    /// The worker stopped reading (it may have finished while an answer was on its way):
+    /// reads what it still sent, which may be its outcome, before calling it gone.
+    async fn drain(&mut self, from_worker: &mut protocol::FromWorker, why: String) -> Ended {
+        let drained = tokio::time::timeout(DRAIN_TIMEOUT, async {
+            loop {
+                match from_worker.recv_from_worker().await {
+                    Ok(WorkerToHost::Finished { outcome, console_dropped_bytes }) => {
+                        return Some(Ended::Finished(outcome, console_dropped_bytes))
+                    }
+                    Ok(WorkerToHost::Console { level, text }) => self.console.push(level, &text),
+                    Ok(WorkerToHost::ToolCall { .. }) => {}
+                    Err(_) => return None,
+                }
+            }
+        })
+        .await;
+        drained.ok().flatten().unwrap_or(Ended::Disconnected(why))
+    }
+}
+
+/// How long the host reads what a worker that stopped reading still sent.
+const DRAIN_TIMEOUT: Duration = Duration::from_millis(500);
+
+/// Longest rejection message a program receives (a tool's error text can be anything).
+const MAX_REJECTION_CHARS: usize = 16 * 1024;
+
+/// `answer`, or a rejection saying why it cannot be delivered: an answer larger than
+/// the whole budget of tool data, or a rejection text cut to a readable length.
+fn within_budget(answer: ToolAnswer, budget: u64) -> ToolAnswer {
+    match answer {
+        ToolAnswer::Resolve(value) if value.get().len() as u64 > budget => ToolAnswer::Reject(format!(
+            "the tool's answer is {} of JSON, more than the {} of tool data a program may have in flight; ask the tool for less (filter, page or summarise)",
+            mib(value.get().len() as u64),
+            mib(budget)
+        )),
+        ToolAnswer::Reject(text) if text.chars().count() > MAX_REJECTION_CHARS => {
+            let kept: String = text.chars().take(MAX_REJECTION_CHARS).collect();
+            let dropped = text.chars().count() - MAX_REJECTION_CHARS;
+            ToolAnswer::Reject(format!("{kept}… [cut: {dropped} more characters]"))
+        }
+        other => other,
+    }
+}

@@ -1,0 +1,270 @@
+//! The catalog: every plugin's tools, by plugin then tool name, and the plugins that
+//! are configured but unavailable (with why, and how to try them again). The executor
+//! serves programs from one; the plugin host builds it.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use futures::future::BoxFuture;
+use protocol::mcp::empty_object_schema;
+use protocol::PluginTools;
+use serde_json::Value;
+
+use super::schema::Schemas;
+use super::Tool;
+
+/// Why a tool definition was refused; names the plugin, the tool and the field.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum CatalogError {
+    /// A plugin or tool name breaks the naming rule.
+    #[error("plugin {plugin:?}: {what} name {name:?} is invalid: use 1 to 64 letters, digits, '_' or '-'")]
+    InvalidName {
+        /// The plugin.
+        plugin: String,
+        /// "plugin" or "tool".
+        what: &'static str,
+        /// The offending name.
+        name: String,
+    },
+    /// The same tool was added twice to one plugin.
+    #[error("plugin {plugin:?}: tool {tool:?} is defined twice")]
+    Duplicate {
+        /// The plugin.
+        plugin: String,
+        /// The tool.
+        tool: String,
+    },
+    /// A field of the definition is wrong.
+    #[error("plugin {plugin:?}, tool {tool:?}: field {field} {problem}")]
+    InvalidField {
+        /// The plugin.
+        plugin: String,
+        /// The tool.
+        tool: String,
+        /// The field (`description`, `inputSchema`, `outputSchema`).
+        field: &'static str,
+        /// What is wrong with it.
+        problem: String,
+    },
+}
+
+/// True for 1 to 64 letters, digits, `_` or `-`.
+pub fn is_valid_name(name: &str) -> bool {
+    (1..=64).contains(&name.len()) && name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+}
+
+/// Tries a plugin that could not be started again, now (when its backoff allows):
+/// when it comes back, the executor's catalog is replaced with one that holds its
+/// tools. The executor calls it when a program calls a tool of the plugin.
+pub trait Recover: Send + Sync + 'static {
+    /// Tries once; resolves when the attempt is over (whatever its result).
+    fn recover(&self) -> BoxFuture<'static, ()>;
+}
+
+/// A plugin that is configured but could not be started.
+#[derive(Clone)]
+pub struct Unavailable {
+    /// Why, as the agent reads it (with the last lines of its stderr when it wrote some).
+    pub reason: String,
+    /// How to try it again.
+    pub recover: Option<Arc<dyn Recover>>,
+}
+
+impl std::fmt::Debug for Unavailable {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Unavailable").field("reason", &self.reason).finish_non_exhaustive()
+    }
+}
+
+/// The tools of every plugin, by plugin name then tool name, and the plugins that are
+/// configured but unavailable.
+#[derive(Debug, Clone, Default)]
+pub struct Catalog {
+    plugins: BTreeMap<String, BTreeMap<String, Tool>>,
+    unavailable: BTreeMap<String, Unavailable>,
+}
+
+impl Catalog {
+    /// An empty catalog.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Adds a tool to a plugin: checks its names and fields and compiles its schemas.
+    pub fn add(&mut self, plugin: &str, mut tool: Tool) -> Result<(), CatalogError> {
+        let name = tool.definition.name.clone();
+        if !is_valid_name(plugin) {
+            return Err(CatalogError::InvalidName { plugin: plugin.into(), what: "plugin", name: plugin.into() });
+        }
+        if !is_valid_name(&name) {
+            return Err(CatalogError::InvalidName { plugin: plugin.into(), what: "tool", name });
+        }
+        let invalid = |field: &'static str, problem: String| CatalogError::InvalidField {
+            plugin: plugin.into(),
+            tool: name.clone(),
+            field,
+            problem,
+        };
+        if tool.definition.description.trim().is_empty() {
+            return Err(invalid("description", "is missing: say what the tool does and when to use it".into()));
+        }
+        if tool.definition.input_schema.is_null() {
+            tool.definition.input_schema = empty_object_schema();
+        }
+        if tool.definition.input_schema.get("type").and_then(Value::as_str) != Some("object") {
+            return Err(invalid("inputSchema", "must be a JSON Schema object with \"type\": \"object\"".into()));
+        }
+        let schemas = Schemas::compile(&tool.definition.input_schema, tool.definition.output_schema.as_ref())
+            .map_err(|(field, problem)| invalid(field, problem))?;
+        tool.schemas = Some(Arc::new(schemas));
+        let tools = self.plugins.entry(plugin.to_string()).or_default();
+        if tools.contains_key(&name) {
+            return Err(CatalogError::Duplicate { plugin: plugin.into(), tool: name });
+        }
+        tools.insert(name, tool);
+        Ok(())
+    }
+
+    /// Removes a tool; true when it was there.
+    pub fn remove(&mut self, plugin: &str, tool: &str) -> bool {
+        let Some(tools) = self.plugins.get_mut(plugin) else { return false };
+        let removed = tools.remove(tool).is_some();
+        if tools.is_empty() {
+            self.plugins.remove(plugin);
+        }
+        removed
+    }
+
+    /// The name a tool goes by where tools of all plugins share one namespace (separate
+    /// tools mode, listings): its own name, or `<plugin>_<name>` when another plugin has
+    /// a tool of the same name.
+    pub fn exposed_name(&self, plugin: &str, tool: &str) -> String {
+        let shared =
+            self.plugins.iter().filter(|(p, tools)| p.as_str() != plugin && tools.contains_key(tool)).count() > 0;
+        if shared {
+            format!("{plugin}_{tool}")
+        } else {
+            tool.to_string()
+        }
+    }
+
+    /// Builder form of [`Catalog::add`].
+    pub fn with(mut self, plugin: &str, tool: Tool) -> Result<Self, CatalogError> {
+        self.add(plugin, tool)?;
+        Ok(self)
+    }
+
+    /// Finds a tool.
+    pub fn get(&self, plugin: &str, tool: &str) -> Option<&Tool> {
+        self.plugins.get(plugin)?.get(tool)
+    }
+
+    /// Every plugin with its tools, in name order.
+    pub fn plugins(&self) -> impl Iterator<Item = (&str, impl Iterator<Item = &Tool>)> {
+        self.plugins.iter().map(|(p, tools)| (p.as_str(), tools.values()))
+    }
+
+    /// Records that `plugin` is configured but could not be started, and why.
+    pub fn mark_unavailable(&mut self, plugin: &str, reason: String, recover: Option<Arc<dyn Recover>>) {
+        self.unavailable.insert(plugin.to_string(), Unavailable { reason, recover });
+    }
+
+    /// Why `plugin` is unavailable, when it is.
+    pub fn unavailable(&self, plugin: &str) -> Option<&Unavailable> {
+        self.unavailable.get(plugin).filter(|_| !self.plugins.contains_key(plugin))
+    }
+
+    /// Every unavailable plugin with its reason.
+    pub fn unavailable_plugins(&self) -> impl Iterator<Item = (&str, &Unavailable)> {
+        self.unavailable.iter().filter(|(p, _)| !self.plugins.contains_key(p.as_str())).map(|(p, u)| (p.as_str(), u))
+    }
+
+    /// The catalog as the worker needs it: names only, and unavailable plugins with
+    /// their reason.
+    pub fn worker_view(&self) -> Vec<PluginTools> {
+        let available = self.plugins.iter().map(|(plugin, tools)| PluginTools {
+            plugin: plugin.clone(),
+            tools: tools.keys().cloned().collect(),
+            unavailable: None,
+        });
+        let unavailable = self.unavailable_plugins().map(|(plugin, u)| PluginTools {
+            plugin: plugin.to_string(),
+            tools: Vec::new(),
+            unavailable: Some(u.reason.clone()),
+        });
+        available.chain(unavailable).collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+    use crate::tool::{ToolDefinition, ToolResult};
+    use serde_json::json;
+
+    fn tool(name: &str) -> Tool {
+        Tool::from_fn(ToolDefinition::new(name, "d", empty_object_schema()), |_, _| async { ToolResult::text("x") })
+    }
+
+    #[test]
+    fn colliding_names_are_prefixed_with_their_plugin() {
+        let mut c = Catalog::new();
+        c.add("a", tool("search")).unwrap();
+        c.add("b", tool("search")).unwrap();
+        c.add("b", tool("only")).unwrap();
+        assert_eq!(c.exposed_name("a", "search"), "a_search");
+        assert_eq!(c.exposed_name("b", "search"), "b_search");
+        assert_eq!(c.exposed_name("b", "only"), "only");
+        assert!(c.remove("a", "search"));
+        assert_eq!(c.exposed_name("b", "search"), "search");
+    }
+
+    #[test]
+    fn names_and_fields_are_checked() {
+        let mut c = Catalog::new();
+        assert!(c.add("my-db", tool("search-rows")).is_ok());
+        assert_eq!(
+            c.add("my-db", tool("search-rows")),
+            Err(CatalogError::Duplicate { plugin: "my-db".into(), tool: "search-rows".into() })
+        );
+        assert!(matches!(c.add("bad name", tool("x")), Err(CatalogError::InvalidName { what: "plugin", .. })));
+        assert!(matches!(c.add("p", tool(&"x".repeat(65))), Err(CatalogError::InvalidName { what: "tool", .. })));
+        let mut t = tool("y");
+        t.definition.input_schema = json!({"type": "string"});
+        assert_eq!(
+            c.add("p", t).unwrap_err().to_string(),
+            "plugin \"p\", tool \"y\": field inputSchema must be a JSON Schema object with \"type\": \"object\""
+        );
+        let mut t = tool("z");
+        t.definition.description = " ".into();
+        assert_eq!(
+            c.add("p", t).unwrap_err().to_string(),
+            "plugin \"p\", tool \"z\": field description is missing: say what the tool does and when to use it"
+        );
+        let mut t = tool("w");
+        t.definition.input_schema = json!({"type": "object", "properties": {"a": {"type": 12}}});
+        assert!(c
+            .add("p", t)
+            .unwrap_err()
+            .to_string()
+            .starts_with("plugin \"p\", tool \"w\": field inputSchema is not a valid JSON Schema"));
+    }
+
+    #[test]
+    fn the_worker_sees_names_and_unavailable_plugins_with_their_reason() {
+        let mut c = Catalog::new();
+        c.add("my-db", tool("search-rows")).unwrap();
+        assert_eq!(
+            c.worker_view(),
+            vec![PluginTools { plugin: "my-db".into(), tools: vec!["search-rows".into()], unavailable: None }]
+        );
+        c.mark_unavailable("broken", "it exited".into(), None);
+        assert_eq!(
+            c.worker_view()[1],
+            PluginTools { plugin: "broken".into(), tools: vec![], unavailable: Some("it exited".into()) }
+        );
+        assert_eq!(c.unavailable("broken").map(|u| u.reason.as_str()), Some("it exited"));
+        assert!(c.unavailable("my-db").is_none());
+    }
+}

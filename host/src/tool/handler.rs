@@ -1,0 +1,83 @@
+//! Serving one tool's calls: the [`ToolHandler`] trait, [`FnTool`] for async closures,
+//! and the [`CallContext`] every call carries (who runs the program, and a signal that
+//! fires when the call is given up).
+
+use std::future::Future;
+use std::sync::Arc;
+
+use futures::future::BoxFuture;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use tokio_util::sync::CancellationToken;
+
+use super::ToolResult;
+
+/// Who is calling, and a signal that fires when the call is given up.
+#[derive(Debug, Clone)]
+pub struct CallContext {
+    /// The plugin's name.
+    pub plugin: String,
+    /// The tool's name.
+    pub tool: String,
+    /// Unique within the program.
+    pub call_id: u64,
+    /// Who runs the program (workspace, agent, chat), as the caller told the executor.
+    pub caller: Arc<Caller>,
+    /// Cancelled when the program ends, hits a limit or is cancelled.
+    pub cancel: CancellationToken,
+}
+
+/// Who runs a program: passed to every tool call's context. Every field is optional.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Caller {
+    /// The absolute folder the session works in.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub workspace: Option<String>,
+    /// The workspace's id.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub workspace_id: Option<String>,
+    /// The agent, for example `codex` or `claude:work`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub agent_id: Option<String>,
+    /// The chat, when known.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub chat_id: Option<String>,
+    /// The agent's id for this `execute` call, when it gave one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub call_id: Option<String>,
+}
+
+impl CallContext {
+    /// The context as plugins receive it (`tool/call`'s `context`): the caller's fields,
+    /// and `callId` (the agent's id when it gave one, else the program's call number).
+    pub fn wire(&self) -> protocol::plugin::CallContext {
+        let c = &*self.caller;
+        protocol::plugin::CallContext {
+            workspace_id: c.workspace_id.clone(),
+            workspace: c.workspace.clone(),
+            agent_id: c.agent_id.clone(),
+            chat_id: c.chat_id.clone(),
+            call_id: Some(c.call_id.clone().unwrap_or_else(|| self.call_id.to_string())),
+        }
+    }
+}
+
+/// Serves calls to one tool.
+pub trait ToolHandler: Send + Sync + 'static {
+    /// Runs the tool. Errors are results with `is_error` set, never panics.
+    fn call(&self, input: Value, context: CallContext) -> BoxFuture<'static, ToolResult>;
+}
+
+/// A [`ToolHandler`] made from an async closure.
+pub struct FnTool<F>(pub F);
+
+impl<F, Fut> ToolHandler for FnTool<F>
+where
+    F: Fn(Value, CallContext) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = ToolResult> + Send + 'static,
+{
+    fn call(&self, input: Value, context: CallContext) -> BoxFuture<'static, ToolResult> {
+        Box::pin((self.0)(input, context))
+    }
+}

@@ -1,0 +1,552 @@
+//! The plugin wire format (`protocol/PLUGINS.md`) as typed messages: JSON-RPC 2.0, one
+//! message per line, between the host and a plugin (any process plugin, and the
+//! JavaScript plugin runtime, whose Rust side builds and reads every message with these
+//! types).
+//!
+//! ```text
+//! host   → plugin  requests       initialize, tools/list, tool/call
+//! host   → plugin  notification   tool/cancel { id }
+//! plugin → host    requests       host/fetch, host/approve
+//! plugin → host    notifications  host/tools.changed, host/stopping, host/cancel { id }
+//! ```
+//!
+//! [`HostMessage::parse`] reads a line as the plugin sees it, [`PluginMessage::parse`] as
+//! the host sees it; each side builds its lines with [`Outgoing`].
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+use crate::mcp::{CallToolResult, Tool};
+
+/// The protocol version the host announces in `initialize`.
+pub const PROTOCOL_VERSION: &str = "codemode-plugin/1";
+
+/// Method names.
+pub mod method {
+    /// Host → plugin: the handshake.
+    pub const INITIALIZE: &str = "initialize";
+    /// Host → plugin: the plugin's tools.
+    pub const TOOLS_LIST: &str = "tools/list";
+    /// Host → plugin: run a tool.
+    pub const TOOL_CALL: &str = "tool/call";
+    /// Host → plugin (notification): a call was given up.
+    pub const TOOL_CANCEL: &str = "tool/cancel";
+    /// Plugin → host (notification): the tool list changed.
+    pub const TOOLS_CHANGED: &str = "host/tools.changed";
+    /// Plugin → host (notification): the plugin is about to exit.
+    pub const STOPPING: &str = "host/stopping";
+    /// Plugin → host (notification): the plugin gave up one of its own requests.
+    pub const CANCEL: &str = "host/cancel";
+    /// Plugin → host: an HTTP request the host performs against the plugin's allowlist.
+    pub const FETCH: &str = "host/fetch";
+    /// Plugin → host: ask a person to approve something before the plugin does it.
+    pub const APPROVE: &str = "host/approve";
+}
+
+/// A JSON-RPC id: the host uses numbers, plugins usually strings.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum RequestId {
+    /// A number.
+    Number(u64),
+    /// A string.
+    Text(String),
+}
+
+impl std::fmt::Display for RequestId {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            RequestId::Number(n) => write!(f, "{n}"),
+            RequestId::Text(t) => write!(f, "{t:?}"),
+        }
+    }
+}
+
+/// A JSON-RPC error.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RpcError {
+    /// The code (`-32601` for an unknown method, `-32000` for everything else here).
+    pub code: i64,
+    /// What went wrong.
+    pub message: String,
+}
+
+impl RpcError {
+    /// An error with the generic code.
+    pub fn new(message: impl Into<String>) -> Self {
+        Self { code: -32000, message: message.into() }
+    }
+
+    /// "method not found".
+    pub fn unknown_method(message: impl Into<String>) -> Self {
+        Self { code: -32601, message: message.into() }
+    }
+}
+
+/// Who the host is, in `initialize`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct HostInfo {
+    /// `codemode`.
+    pub name: String,
+    /// Its version.
+    pub version: String,
+}
+
+/// `initialize`'s parameters.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct InitializeParams {
+    /// [`PROTOCOL_VERSION`].
+    pub protocol_version: String,
+    /// The host.
+    pub host: HostInfo,
+}
+
+/// Who calls a tool (`tool/call`'s `context`); every field optional.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CallContext {
+    /// The workspace's id.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub workspace_id: Option<String>,
+    /// The absolute folder the session works in.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub workspace: Option<String>,
+    /// The agent, for example `codex` or `claude:work`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent_id: Option<String>,
+    /// The chat, when it is known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub chat_id: Option<String>,
+    /// The agent's id for this call (or the program's call number).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub call_id: Option<String>,
+}
+
+/// `tool/call`'s parameters.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ToolCallParams {
+    /// The tool.
+    pub name: String,
+    /// Its input (validated against its `inputSchema` by the host).
+    #[serde(default)]
+    pub input: Value,
+    /// Who calls.
+    #[serde(default)]
+    pub context: CallContext,
+}
+
+/// `tools/list`'s result.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ToolsListResult {
+    /// The plugin's tools.
+    pub tools: Vec<Tool>,
+}
+
+/// The id of a request being cancelled (`tool/cancel`, `host/cancel`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CancelParams {
+    /// The request's id.
+    pub id: RequestId,
+}
+
+/// `host/fetch`'s parameters.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FetchParams {
+    /// The URL (`http` or `https`).
+    pub url: String,
+    /// The method (`GET` when absent).
+    #[serde(default = "get")]
+    pub method: String,
+    /// Request headers, as pairs.
+    #[serde(default)]
+    pub headers: Vec<(String, String)>,
+    /// The body, as text.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub body: Option<String>,
+}
+
+fn get() -> String {
+    "GET".into()
+}
+
+/// `host/fetch`'s result.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct FetchResult {
+    /// The HTTP status.
+    pub status: u16,
+    /// Its reason phrase.
+    pub status_text: String,
+    /// The final URL (after redirects).
+    pub url: String,
+    /// Response headers, as pairs.
+    pub headers: Vec<(String, String)>,
+    /// The body as text, when it is UTF-8.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub body: Option<String>,
+    /// The body as base64, when it is not.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub body_base64: Option<String>,
+}
+
+/// `host/approve`'s parameters: a plugin asks, through the host, whether a person
+/// allows something (every seed format's approvals and `ctx.ask` use it).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ApproveParams {
+    /// The tool call this belongs to (its `tool/call` request id).
+    pub call: RequestId,
+    /// What the person is asked, in one or two sentences.
+    pub message: String,
+    /// What the plugin wants to do, for the person to read (a permission name, paths,
+    /// an input).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub details: Option<Value>,
+}
+
+/// `host/approve`'s result.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ApproveResult {
+    /// True when the person allowed it.
+    pub approved: bool,
+    /// Why not, when not (declined, no one to ask, cancelled).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+}
+
+/// A request the host sends a plugin.
+#[derive(Debug, Clone, PartialEq)]
+pub enum HostRequest {
+    /// `initialize`.
+    Initialize(InitializeParams),
+    /// `tools/list`.
+    ToolsList,
+    /// `tool/call`.
+    ToolCall(ToolCallParams),
+}
+
+impl HostRequest {
+    /// The method name.
+    pub fn method(&self) -> &'static str {
+        match self {
+            HostRequest::Initialize(_) => method::INITIALIZE,
+            HostRequest::ToolsList => method::TOOLS_LIST,
+            HostRequest::ToolCall(_) => method::TOOL_CALL,
+        }
+    }
+
+    fn params(&self) -> Value {
+        match self {
+            HostRequest::Initialize(p) => serde_json::to_value(p).unwrap_or(Value::Null),
+            HostRequest::ToolsList => Value::Object(Map::new()),
+            HostRequest::ToolCall(p) => serde_json::to_value(p).unwrap_or(Value::Null),
+        }
+    }
+}
+
+/// A request a plugin sends the host.
+#[derive(Debug, Clone, PartialEq)]
+pub enum PluginRequest {
+    /// `host/fetch`.
+    Fetch(FetchParams),
+    /// `host/approve`.
+    Approve(ApproveParams),
+}
+
+impl PluginRequest {
+    /// The method name.
+    pub fn method(&self) -> &'static str {
+        match self {
+            PluginRequest::Fetch(_) => method::FETCH,
+            PluginRequest::Approve(_) => method::APPROVE,
+        }
+    }
+
+    fn params(&self) -> Value {
+        match self {
+            PluginRequest::Fetch(p) => serde_json::to_value(p).unwrap_or(Value::Null),
+            PluginRequest::Approve(p) => serde_json::to_value(p).unwrap_or(Value::Null),
+        }
+    }
+}
+
+/// A notification a plugin sends the host.
+#[derive(Debug, Clone, PartialEq)]
+pub enum PluginNotification {
+    /// `host/tools.changed`.
+    ToolsChanged,
+    /// `host/stopping`.
+    Stopping,
+    /// `host/cancel { id }`.
+    Cancel(RequestId),
+}
+
+/// The raw shape of any JSON-RPC message, before it is sorted.
+#[derive(Deserialize)]
+struct Raw {
+    #[serde(default)]
+    id: Option<RequestId>,
+    #[serde(default)]
+    method: Option<String>,
+    #[serde(default)]
+    params: Option<Value>,
+    #[serde(default)]
+    result: Option<Value>,
+    #[serde(default)]
+    error: Option<RpcError>,
+}
+
+/// The answer half of a message.
+fn response(
+    id: RequestId,
+    result: Option<Value>,
+    error: Option<RpcError>,
+) -> Result<(RequestId, Result<Value, RpcError>), String> {
+    match (result, error) {
+        (_, Some(error)) => Ok((id, Err(error))),
+        (Some(result), None) => Ok((id, Ok(result))),
+        (None, None) => Err(format!("the answer to request {id} has neither a result nor an error")),
+    }
+}
+
+fn params<T: serde::de::DeserializeOwned>(method: &str, params: Option<Value>) -> Result<T, String> {
+    serde_json::from_value(params.unwrap_or(Value::Object(Map::new())))
+        .map_err(|e| format!("{method}: invalid parameters: {e}"))
+}
+
+/// A line from the host, as a plugin reads it.
+#[derive(Debug, Clone, PartialEq)]
+pub enum HostMessage {
+    /// A request to answer.
+    Request(RequestId, HostRequest),
+    /// A request for a method this protocol does not have (answer it with
+    /// [`RpcError::unknown_method`]).
+    UnknownRequest(RequestId, String),
+    /// `tool/cancel { id }`.
+    Cancel(RequestId),
+    /// The answer to one of the plugin's own requests.
+    Response(RequestId, Result<Value, RpcError>),
+    /// A notification this protocol does not have (ignored).
+    Other(String),
+}
+
+impl HostMessage {
+    /// Reads one line. `Err` says what is wrong with it; a request whose parameters do
+    /// not parse is `Err` too (with its id, so it can be answered).
+    pub fn parse(line: &str) -> Result<Self, (Option<RequestId>, String)> {
+        let raw: Raw = serde_json::from_str(line)
+            .map_err(|e| (None, format!("the host sent a line that is not JSON-RPC: {e}")))?;
+        match (raw.id, raw.method) {
+            (Some(id), Some(method)) => {
+                let request = match method.as_str() {
+                    method::INITIALIZE => params(&method, raw.params).map(HostRequest::Initialize),
+                    method::TOOLS_LIST => Ok(HostRequest::ToolsList),
+                    method::TOOL_CALL => params(&method, raw.params).map(HostRequest::ToolCall),
+                    _ => return Ok(HostMessage::UnknownRequest(id, method)),
+                };
+                request.map(|r| HostMessage::Request(id.clone(), r)).map_err(|why| (Some(id), why))
+            }
+            (None, Some(method)) if method == method::TOOL_CANCEL => params::<CancelParams>(&method, raw.params)
+                .map(|p| HostMessage::Cancel(p.id))
+                .map_err(|why| (None, why)),
+            (None, Some(method)) => Ok(HostMessage::Other(method)),
+            (Some(id), None) => response(id, raw.result, raw.error)
+                .map(|(id, r)| HostMessage::Response(id, r))
+                .map_err(|why| (None, why)),
+            (None, None) => Err((None, "the host sent a message with neither an id nor a method".into())),
+        }
+    }
+}
+
+/// A line from a plugin, as the host reads it.
+#[derive(Debug, Clone, PartialEq)]
+pub enum PluginMessage {
+    /// The answer to one of the host's requests.
+    Response(RequestId, Result<Value, RpcError>),
+    /// A request of the plugin's own.
+    Request(RequestId, PluginRequest),
+    /// A request for a method the host does not serve.
+    UnknownRequest(RequestId, String),
+    /// A notification.
+    Notification(PluginNotification),
+    /// A notification this protocol does not have (ignored).
+    Other(String),
+}
+
+impl PluginMessage {
+    /// Reads one line. `Err` says what is wrong with it, with the id of a request whose
+    /// parameters do not parse (so it can be answered).
+    pub fn parse(line: &str) -> Result<Self, (Option<RequestId>, String)> {
+        let raw: Raw =
+            serde_json::from_str(line).map_err(|e| (None, format!("it wrote something that is not JSON-RPC: {e}")))?;
+        match (raw.id, raw.method) {
+            (Some(id), Some(method)) => {
+                let request = match method.as_str() {
+                    method::FETCH => params(&method, raw.params).map(PluginRequest::Fetch),
+                    method::APPROVE => params(&method, raw.params).map(PluginRequest::Approve),
+                    _ => return Ok(PluginMessage::UnknownRequest(id, method)),
+                };
+                request.map(|r| PluginMessage::Request(id.clone(), r)).map_err(|why| (Some(id), why))
+            }
+            (None, Some(method)) => match method.as_str() {
+                method::TOOLS_CHANGED => Ok(PluginMessage::Notification(PluginNotification::ToolsChanged)),
+                method::STOPPING => Ok(PluginMessage::Notification(PluginNotification::Stopping)),
+                method::CANCEL => params::<CancelParams>(&method, raw.params)
+                    .map(|p| PluginMessage::Notification(PluginNotification::Cancel(p.id)))
+                    .map_err(|why| (None, why)),
+                _ => Ok(PluginMessage::Other(method)),
+            },
+            (Some(id), None) => response(id, raw.result, raw.error)
+                .map(|(id, r)| PluginMessage::Response(id, r))
+                .map_err(|why| (None, why)),
+            (None, None) => Err((None, "it wrote a message with neither an id nor a method".into())),
+        }
+    }
+}
+
+/// A line to write (without its newline), built from typed parts.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Outgoing {
+    /// Host → plugin request.
+    HostRequest(RequestId, HostRequest),
+    /// Host → plugin `tool/cancel`.
+    CancelCall(RequestId),
+    /// Plugin → host request.
+    PluginRequest(RequestId, PluginRequest),
+    /// Plugin → host notification.
+    PluginNotification(PluginNotification),
+    /// An answer (either direction).
+    Answer(RequestId, Result<Value, RpcError>),
+}
+
+impl Outgoing {
+    /// The answer to a `tool/call`.
+    pub fn call_result(id: RequestId, result: &CallToolResult) -> Self {
+        Outgoing::Answer(id, Ok(serde_json::to_value(result).unwrap_or(Value::Null)))
+    }
+
+    /// The line, as JSON text.
+    pub fn to_line(&self) -> String {
+        let value = match self {
+            Outgoing::HostRequest(id, request) => {
+                serde_json::json!({ "jsonrpc": "2.0", "id": id, "method": request.method(), "params": request.params() })
+            }
+            Outgoing::CancelCall(id) => {
+                serde_json::json!({ "jsonrpc": "2.0", "method": method::TOOL_CANCEL, "params": { "id": id } })
+            }
+            Outgoing::PluginRequest(id, request) => {
+                serde_json::json!({ "jsonrpc": "2.0", "id": id, "method": request.method(), "params": request.params() })
+            }
+            Outgoing::PluginNotification(PluginNotification::ToolsChanged) => {
+                serde_json::json!({ "jsonrpc": "2.0", "method": method::TOOLS_CHANGED })
+            }
+            Outgoing::PluginNotification(PluginNotification::Stopping) => {
+                serde_json::json!({ "jsonrpc": "2.0", "method": method::STOPPING })
+            }
+            Outgoing::PluginNotification(PluginNotification::Cancel(id)) => {
+                serde_json::json!({ "jsonrpc": "2.0", "method": method::CANCEL, "params": { "id": id } })
+            }
+            Outgoing::Answer(id, Ok(result)) => serde_json::json!({ "jsonrpc": "2.0", "id": id, "result": result }),
+            Outgoing::Answer(id, Err(error)) => serde_json::json!({ "jsonrpc": "2.0", "id": id, "error": error }),
+        };
+        value.to_string()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn every_host_message_reads_back_as_the_plugin_sees_it() {
+        let init = HostRequest::Initialize(InitializeParams {
+            protocol_version: PROTOCOL_VERSION.into(),
+            host: HostInfo { name: "codemode".into(), version: "1".into() },
+        });
+        let call = HostRequest::ToolCall(ToolCallParams {
+            name: "greet".into(),
+            input: json!({ "name": "Ann" }),
+            context: CallContext { call_id: Some("7".into()), ..CallContext::default() },
+        });
+        for (id, request) in [(1, init), (2, HostRequest::ToolsList), (3, call)] {
+            let line = Outgoing::HostRequest(RequestId::Number(id), request.clone()).to_line();
+            assert_eq!(HostMessage::parse(&line), Ok(HostMessage::Request(RequestId::Number(id), request)), "{line}");
+        }
+        assert_eq!(
+            HostMessage::parse(&Outgoing::CancelCall(RequestId::Number(3)).to_line()),
+            Ok(HostMessage::Cancel(RequestId::Number(3)))
+        );
+        let answer = Outgoing::Answer(RequestId::Text("host/fetch-1".into()), Err(RpcError::new("no"))).to_line();
+        assert_eq!(
+            HostMessage::parse(&answer),
+            Ok(HostMessage::Response(RequestId::Text("host/fetch-1".into()), Err(RpcError::new("no"))))
+        );
+        assert_eq!(
+            HostMessage::parse(r#"{"jsonrpc":"2.0","id":4,"method":"tools/destroy"}"#),
+            Ok(HostMessage::UnknownRequest(RequestId::Number(4), "tools/destroy".into()))
+        );
+    }
+
+    #[test]
+    fn every_plugin_message_reads_back_as_the_host_sees_it() {
+        let fetch = PluginRequest::Fetch(FetchParams {
+            url: "https://a.example/".into(),
+            method: "POST".into(),
+            headers: vec![("x".into(), "1".into())],
+            body: Some("b".into()),
+        });
+        let approve = PluginRequest::Approve(ApproveParams {
+            call: RequestId::Number(9),
+            message: "Delete?".into(),
+            details: Some(json!(["a.txt"])),
+        });
+        for request in [fetch, approve] {
+            let line = Outgoing::PluginRequest(RequestId::Text("r".into()), request.clone()).to_line();
+            assert_eq!(PluginMessage::parse(&line), Ok(PluginMessage::Request(RequestId::Text("r".into()), request)));
+        }
+        for notification in [
+            PluginNotification::ToolsChanged,
+            PluginNotification::Stopping,
+            PluginNotification::Cancel(RequestId::Text("r".into())),
+        ] {
+            let line = Outgoing::PluginNotification(notification.clone()).to_line();
+            assert_eq!(PluginMessage::parse(&line), Ok(PluginMessage::Notification(notification)));
+        }
+        let result = CallToolResult::text("hi");
+        let line = Outgoing::call_result(RequestId::Number(5), &result).to_line();
+        match PluginMessage::parse(&line).unwrap() {
+            PluginMessage::Response(RequestId::Number(5), Ok(value)) => {
+                assert_eq!(serde_json::from_value::<CallToolResult>(value).unwrap(), result)
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn broken_lines_say_what_is_wrong() {
+        assert!(PluginMessage::parse("not json").unwrap_err().1.starts_with("it wrote something that is not JSON-RPC"));
+        assert_eq!(
+            PluginMessage::parse(r#"{"jsonrpc":"2.0","id":1}"#).unwrap_err().1,
+            "the answer to request 1 has neither a result nor an error"
+        );
+        let (id, why) =
+            PluginMessage::parse(r#"{"jsonrpc":"2.0","id":"f","method":"host/fetch","params":{"method":"GET"}}"#)
+                .unwrap_err();
+        assert_eq!(id, Some(RequestId::Text("f".into())));
+        assert!(why.starts_with("host/fetch: invalid parameters: missing field `url`"), "{why}");
+    }
+
+    #[test]
+    fn the_wire_matches_the_documented_examples() {
+        // protocol/PLUGINS.md's shapes, byte for byte where it shows them.
+        let line = Outgoing::HostRequest(RequestId::Number(1), HostRequest::ToolsList).to_line();
+        assert_eq!(line, r#"{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{}}"#);
+        assert_eq!(
+            Outgoing::CancelCall(RequestId::Number(3)).to_line(),
+            r#"{"jsonrpc":"2.0","method":"tool/cancel","params":{"id":3}}"#
+        );
+    }
+}
