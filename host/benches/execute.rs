@@ -18,7 +18,6 @@ use codemode::plugins::javascript::JavascriptPlugin;
 use codemode::plugins::process::{ProcessConfig, ProcessPlugin};
 use codemode::plugins::PluginHost;
 use codemode::{Catalog, Executor, LaunchMode, SandboxPolicy, Tool, ToolDefinition, ToolResult};
-use protocol::manifest::Manifest;
 use serde_json::json;
 
 fn percentile(sorted: &[Duration], p: f64) -> Duration {
@@ -109,18 +108,17 @@ fn main() {
             command: "python3".into(),
             args: vec![py_tools.display().to_string()],
             env: vec![],
+            settings: Default::default(),
             cwd: None,
             call_timeout: Duration::from_secs(10),
             net: None,
         };
         let hello = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../plugins/hello-tools");
         let javascript = JavascriptPlugin {
-            name: "js".into(),
-            manifest: Manifest::load(&hello).unwrap(),
-            dir: hello,
             memory_mib: 64,
             cpu_step_ms: 5000,
             call_timeout: Duration::from_secs(10),
+            ..JavascriptPlugin::new("js", &hello, None).unwrap()
         }
         .process_config(&codemode::default_worker_path(), SandboxPolicy::Required);
         for (label, config, call) in [

@@ -23,9 +23,10 @@
 //! [[plugin]]
 //! name = "hello"
 //! kind = "javascript"
-//! path = "hello-tools"      # a folder with manifest.json; its rules come from the manifest
+//! path = "hello-tools"      # a plugin folder (or one module file), in any seed format
 //! memory_mib = 128          # the plugin runtime's heap
 //! cpu_step_ms = 10000       # JavaScript time between two messages from the host
+//! settings = { token = { env = "HELLO_TOKEN" } }   # what the plugin reads as its settings
 //! ```
 
 use std::path::{Path, PathBuf};
@@ -33,12 +34,14 @@ use std::time::Duration;
 
 use serde::Deserialize;
 
-use protocol::manifest::Manifest;
+use plugin_format::{Format, Layout};
+use protocol::manifest::HostEntry;
 
 use crate::limits::{LimitError, LimitSource, Limits, Setting, Which};
 use crate::plugins::javascript::{JavascriptPlugin, DEFAULT_CPU_STEP_MS, DEFAULT_MEMORY_MIB};
 use crate::plugins::mcp::{McpConfig, McpTransport};
 use crate::plugins::process::ProcessConfig;
+use crate::plugins::settings::SettingValue;
 
 /// The whole file.
 #[derive(Debug, Clone, Default, Deserialize)]
@@ -56,6 +59,10 @@ pub struct Config {
     /// How the MCP server presents the tools.
     #[serde(default)]
     pub server: ServerConfig,
+    /// The scopes this codemode offers tools of (seed 000's `scope`, for example
+    /// `"plugins-workspace"`); a tool with another scope is not offered.
+    #[serde(default)]
+    pub scopes: Vec<String>,
     /// The folder relative paths are resolved against (the file's own).
     #[serde(skip)]
     pub base_dir: PathBuf,
@@ -194,8 +201,17 @@ pub struct PluginConfig {
     pub command: Option<String>,
     /// The URL of an MCP server over streamable HTTP.
     pub url: Option<String>,
-    /// A JavaScript plugin's folder.
+    /// A JavaScript plugin's folder, or its one module file.
     pub path: Option<String>,
+    /// A JavaScript plugin's format, when its files should not decide it (`manifest`,
+    /// `zhin`, `plico`, `globals`, `podcode`).
+    pub format: Option<String>,
+    /// A JavaScript plugin's settings (each written here, or `{ env = "VAR" }`).
+    #[serde(default)]
+    pub settings: std::collections::BTreeMap<String, SettingValue>,
+    /// The hosts a JavaScript plugin whose format has no allowlist of its own may reach.
+    #[serde(default)]
+    pub net_hosts: Vec<String>,
     /// A JavaScript plugin's heap limit, in MiB (default 128).
     pub memory_mib: Option<u64>,
     /// A JavaScript plugin's longest run of JavaScript between two host messages, in ms
@@ -204,9 +220,9 @@ pub struct PluginConfig {
     /// Its arguments.
     #[serde(default)]
     pub args: Vec<String>,
-    /// Environment variables for it.
+    /// Environment variables for it (each written here, or `{ env = "VAR" }`).
     #[serde(default)]
-    pub env: std::collections::BTreeMap<String, String>,
+    pub env: std::collections::BTreeMap<String, SettingValue>,
     /// Per-call time limit, in ms (default 30 s).
     pub timeout_ms: Option<u64>,
     /// Off: the plugin is configured but not started.
@@ -221,9 +237,9 @@ pub struct PluginConfig {
     /// Tools whose every call a person must approve first (`"*"`: all of the plugin's).
     #[serde(default)]
     pub require_approval: Vec<String>,
-    /// A JavaScript plugin's manifest, read when the file is loaded.
+    /// A JavaScript plugin's layout, read when the file is loaded.
     #[serde(skip)]
-    pub manifest: Option<Manifest>,
+    pub layout: Option<Layout>,
 }
 
 fn yes() -> bool {
@@ -308,6 +324,9 @@ const KIND_SETTINGS: &[(&str, &[PluginKind])] = &[
     ("env", &[PluginKind::Process, PluginKind::Mcp]),
     ("url", &[PluginKind::Mcp]),
     ("path", &[PluginKind::Javascript]),
+    ("format", &[PluginKind::Javascript]),
+    ("settings", &[PluginKind::Javascript]),
+    ("net_hosts", &[PluginKind::Javascript]),
     ("memory_mib", &[PluginKind::Javascript]),
     ("cpu_step_ms", &[PluginKind::Javascript]),
 ];
@@ -320,6 +339,9 @@ fn misplaced_settings(plugin: &PluginConfig) -> Vec<&'static str> {
         "env" => !plugin.env.is_empty(),
         "url" => plugin.url.is_some(),
         "path" => plugin.path.is_some(),
+        "format" => plugin.format.is_some(),
+        "settings" => !plugin.settings.is_empty(),
+        "net_hosts" => !plugin.net_hosts.is_empty(),
         "memory_mib" => plugin.memory_mib.is_some(),
         "cpu_step_ms" => plugin.cpu_step_ms.is_some(),
         _ => false,
@@ -410,20 +432,41 @@ impl Config {
                     ))
                 }
                 PluginKind::Javascript if plugin.path.is_none() => {
-                    return Err(problem("a JavaScript plugin needs `path`, its folder (with manifest.json)".into()))
+                    return Err(problem("a JavaScript plugin needs `path`, its folder (or its one module file)".into()))
                 }
                 _ => {}
             }
         }
         for plugin in &mut config.plugins {
             if plugin.kind == PluginKind::Javascript && plugin.enabled {
-                let folder = base_dir.join(plugin.path.as_deref().unwrap_or_default());
-                let manifest = Manifest::load(&folder).map_err(|e| ConfigError::Plugin {
-                    path: path.into(),
-                    plugin: plugin.name.clone(),
-                    problem: e.to_string(),
-                })?;
-                plugin.manifest = Some(manifest);
+                let problem =
+                    |problem: String| ConfigError::Plugin { path: path.into(), plugin: plugin.name.clone(), problem };
+                let forced = match plugin.format.as_deref() {
+                    None => None,
+                    Some(name) => Some(Format::parse(name).ok_or_else(|| {
+                        problem(format!(
+                            "format {name:?} is not one codemode loads; use one of {}",
+                            Format::ALL.map(|f| f.as_str()).join(", ")
+                        ))
+                    })?),
+                };
+                let at = base_dir.join(plugin.path.as_deref().unwrap_or_default());
+                let layout = plugin_format::detect(&at, forced).map_err(|e| problem(e.to_string()))?;
+                if !plugin.net_hosts.is_empty() && !layout.format.allowlist_from_configuration() {
+                    let own = if layout.format == Format::Manifest {
+                        "its manifest.json's permissions.net.hosts"
+                    } else {
+                        "its globalThis.manifest.egress"
+                    };
+                    return Err(problem(format!(
+                        "`net_hosts` is for plugins whose format declares no hosts of its own; this {} plugin lists them in {own}",
+                        layout.format
+                    )));
+                }
+                for host in layout.declared_hosts.iter().chain(&plugin.net_hosts) {
+                    HostEntry::parse(host).map_err(|e| problem(format!("network allowlist entry {host:?}: {e}")))?;
+                }
+                plugin.layout = Some(layout);
             }
         }
         config.rules_text()?;
@@ -455,8 +498,9 @@ impl Config {
             // folder could hand any file the host can read to every agent. The
             // configuration's own `rules` are the user's choice (`false`).
             let from_manifest = plugin
-                .manifest
+                .layout
                 .iter()
+                .flat_map(|l| l.manifest.iter())
                 .flat_map(|m| m.contributes.rules.iter())
                 .map(|r| (self.plugin_dir(plugin).join(r), true));
             let files: Vec<(PathBuf, bool)> =
@@ -525,9 +569,12 @@ impl Config {
         })
     }
 
-    /// A JavaScript plugin's folder.
+    /// A JavaScript plugin's folder (the file's, for a plugin that is one file).
     fn plugin_dir(&self, plugin: &PluginConfig) -> PathBuf {
-        self.base_dir.join(plugin.path.as_deref().unwrap_or_default())
+        match &plugin.layout {
+            Some(layout) => layout.root.clone(),
+            None => self.base_dir.join(plugin.path.as_deref().unwrap_or_default()),
+        }
     }
 
     /// The tools that need a person's approval, by plugin (from `require_approval`).
@@ -539,20 +586,22 @@ impl Config {
             .collect()
     }
 
-    /// The JavaScript plugins to start (a plugin with only rules has no `main` and
-    /// needs no runtime).
+    /// The JavaScript plugins to start (a manifest plugin with only rules has no
+    /// module and needs no runtime).
     pub fn javascript_plugins(&self) -> Vec<JavascriptPlugin> {
         self.enabled(PluginKind::Javascript)
-            .filter(|(p, _)| p.manifest.as_ref().is_some_and(|m| m.main.is_some()))
             .filter_map(|(p, launch)| {
-                Some(JavascriptPlugin {
+                let plugin = JavascriptPlugin {
                     name: p.name.clone(),
-                    dir: self.plugin_dir(p),
-                    manifest: p.manifest.clone()?,
+                    path: self.base_dir.join(p.path.as_deref().unwrap_or_default()),
+                    layout: p.layout.clone()?,
                     memory_mib: p.memory_mib.unwrap_or(DEFAULT_MEMORY_MIB),
                     cpu_step_ms: p.cpu_step_ms.unwrap_or(DEFAULT_CPU_STEP_MS),
                     call_timeout: launch.call_timeout,
-                })
+                    settings: p.settings.clone(),
+                    net_hosts: p.net_hosts.clone(),
+                };
+                plugin.has_modules().then_some(plugin)
             })
             .collect()
     }
@@ -565,6 +614,7 @@ impl Config {
                 command: launch.command,
                 args: launch.args,
                 env: launch.env,
+                settings: std::collections::BTreeMap::new(),
                 cwd: launch.cwd,
                 call_timeout: launch.call_timeout,
                 net: None,
@@ -577,7 +627,7 @@ impl Config {
 struct Launch {
     command: PathBuf,
     args: Vec<String>,
-    env: Vec<(String, String)>,
+    env: Vec<(String, SettingValue)>,
     cwd: Option<PathBuf>,
     call_timeout: Duration,
 }

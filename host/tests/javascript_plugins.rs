@@ -15,7 +15,6 @@ use codemode::plugins::process::ProcessPlugin;
 use codemode::plugins::{LoadProblem, PluginHost};
 use codemode::{default_worker_path, Catalog, Executor, LaunchMode, Limits, OutcomeKind, SandboxPolicy};
 use common::*;
-use protocol::manifest::Manifest;
 use serde_json::{json, Value};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
@@ -51,12 +50,10 @@ fn test_plugin(hosts: &[String]) -> PathBuf {
 
 fn javascript(name: &str, dir: &Path, timeout: Duration, memory_mib: u64, cpu_step_ms: u64) -> Arc<ProcessPlugin> {
     let plugin = JavascriptPlugin {
-        name: name.into(),
-        dir: dir.into(),
-        manifest: Manifest::load(dir).unwrap(),
         memory_mib,
         cpu_step_ms,
         call_timeout: timeout,
+        ..JavascriptPlugin::new(name, dir, None).unwrap()
     };
     ProcessPlugin::new(plugin.process_config(&default_worker_path(), SandboxPolicy::Required))
 }
@@ -150,10 +147,12 @@ async fn every_mcp_content_kind_reaches_the_program_intact() {
 #[tokio::test]
 async fn a_tool_can_ask_for_approval_and_hears_the_hosts_answer() {
     let s = setup().await;
-    // This host has no one to ask yet: the request reaches it (host/approve) and is refused with the reason.
+    // Run by an embedder with no one to ask: the request reaches the host (host/approve)
+    // and is refused with the reason. (Through the MCP server the client's person is
+    // asked: tests/mcp/test_mcp_server.py.)
     assert_eq!(
         value(&s.executor, "return JSON.parse(await tools.js.approve())").await,
-        json!({ "approved": false, "reason": "this host asks no one to approve what plugins do yet" })
+        json!({ "approved": false, "reason": "nobody can be asked here: a person approves through the MCP server's client (codemode mcp or codemode serve)" })
     );
 }
 
@@ -195,7 +194,7 @@ async fn the_runtime_survives_a_plugin_that_replaces_builtins() {
         assert_eq!(rejection(ex, "tools.h.fails()").await, "TypeError: still described", "{what}");
         assert_eq!(
             rejection(ex, "tools.h.fetch()").await,
-            "api.net.fetch: plugin h has no network permission; add \"net\": { \"hosts\": [\"api.example.com\"], \"reason\": \"…\" } to the permissions in its manifest.json",
+            "fetch: plugin h may not reach example.com: its manifest.json allows no hosts; add \"example.com\" to permissions.net.hosts to allow it",
             "{what}"
         );
         assert_eq!(value(ex, "return JSON.parse(await tools.h.controller())").await, json!([true, "stop"]), "{what}");
@@ -355,32 +354,44 @@ async fn a_hundred_concurrent_calls() {
 
 #[tokio::test]
 async fn the_runtime_has_the_language_and_the_api_nothing_else() {
-    let s = setup().await;
+    // A folder of its own: the /proc scan below must not pick up another test's runtime
+    // while it is still starting (before its sandbox is in place).
+    let dir = test_plugin(&[]);
+    let s = start(vec![javascript("js", &dir, Duration::from_secs(10), 64, 500)]).await;
+    assert!(s.problems.is_empty(), "{:?}", s.problems);
     let v: Value =
         serde_json::from_str(value(&s.executor, "return await tools.js.globals()").await.as_str().unwrap()).unwrap();
     assert_eq!(
         v,
         json!([
             "Deno:undefined",
-            "fetch:undefined",
-            "setTimeout:undefined",
             "require:undefined",
-            "process:undefined",
+            "module:undefined",
+            "Buffer:undefined",
             "WebAssembly:undefined",
+            "host:undefined",
+            "fetch:function",
+            "setTimeout:function",
+            "queueMicrotask:function",
+            "TextEncoder:function",
+            "crypto:object",
+            "process:object",
             "tools:object",
             "AbortController:function",
-            "console:object"
+            "console:object",
+            "env:{}"
         ])
     );
     // Every process of the runtime is under seccomp with no_new_privs, like a program's worker.
     let dir_marker = "plugin";
+    let dir_arg = format!(" --dir {} ", dir.display());
     let mut seen = 0;
     for entry in std::fs::read_dir("/proc").unwrap().flatten() {
         let cmdline = std::fs::read(entry.path().join("cmdline")).unwrap_or_default();
         let cmdline = String::from_utf8_lossy(&cmdline).replace('\0', " ");
         if !(cmdline.contains("sandbox-worker")
             && cmdline.contains(&format!(" {dir_marker} --dir "))
-            && cmdline.contains("codemode-js-test-"))
+            && cmdline.contains(&dir_arg))
         {
             continue;
         }
@@ -452,8 +463,8 @@ async fn a_mistyped_approval_entry_is_reported() {
             .with_approvals(approvals),
     );
     let (catalog, problems) = host.catalog().await;
-    assert!(catalog.get("js", "text").unwrap().definition.requires_approval);
-    assert!(!catalog.get("js", "echo").unwrap().definition.requires_approval);
+    assert_eq!(catalog.get("js", "text").unwrap().definition.requires_approval, codemode::tool::Approval::Always);
+    assert!(catalog.get("js", "echo").unwrap().definition.requires_approval.is_never());
     assert_eq!(problems.len(), 1, "{problems:?}");
     assert!(
         problems[0].reason.starts_with("require_approval names txet, which this plugin does not have (its tools: "),
@@ -473,7 +484,10 @@ async fn a_broken_module_is_reported_with_its_error() {
     let s = start(vec![javascript("b", &dir, Duration::from_secs(10), 64, 500)]).await;
     assert_eq!(s.problems.len(), 1);
     assert!(
-        s.problems[0].reason.contains("module file:///plugin/missing.js is not a .js or .mjs file of this plugin"),
+        s.problems[0].reason.contains(&format!(
+            "main.js does not load: main.js imports \"./missing.js\", which is not a file of the plugin's folder ({})",
+            std::fs::canonicalize(&dir).unwrap().display()
+        )),
         "{:?}",
         s.problems
     );
@@ -579,18 +593,19 @@ async fn net_fetch_reaches_only_the_hosts_in_the_manifest() {
     let e = rejection(ex, &format!(r#"tools.js.fetch({{ url: "http://127.0.0.1:{outside}/hello" }})"#)).await;
     assert_eq!(
         e,
-        format!("api.net.fetch: plugin js may not reach 127.0.0.1:{outside}: its manifest.json allows only 127.0.0.1:{allowed}; add \"127.0.0.1:{outside}\" to permissions.net.hosts to allow it")
+        format!("fetch: plugin js may not reach 127.0.0.1:{outside}: its manifest.json allows only 127.0.0.1:{allowed}; add \"127.0.0.1:{outside}\" to permissions.net.hosts to allow it")
     );
     let e = rejection(ex, &format!(r#"tools.js.fetch({{ url: "http://localhost:{allowed}/hello" }})"#)).await;
-    assert!(e.starts_with(&format!("api.net.fetch: plugin js may not reach localhost:{allowed}")), "{e}");
+    assert!(e.starts_with(&format!("fetch: plugin js may not reach localhost:{allowed}")), "{e}");
     let e = rejection(ex, &format!(r#"tools.js.fetch({{ url: "http://127.0.0.1:{allowed}/away" }})"#)).await;
     assert!(
         e.contains(&format!(
-            "a redirect to http://127.0.0.1:{outside}/hello, which is not in the plugin's permissions.net.hosts"
+            "a redirect to http://127.0.0.1:{outside}/hello, which its manifest.json does not allow; add \"127.0.0.1:{outside}\" to permissions.net.hosts to allow it"
         )),
         "{e}"
     );
     // A plugin without the permission.
     let e = rejection(ex, &format!(r#"tools.offline.fetch({{ url: "http://127.0.0.1:{allowed}/hello" }})"#)).await;
-    assert!(e.starts_with("api.net.fetch: plugin offline has no network permission"), "{e}");
+    assert!(e.starts_with("fetch: plugin offline may not reach 127.0.0.1:"), "{e}");
+    assert!(e.contains("its manifest.json allows no hosts; add"), "{e}");
 }

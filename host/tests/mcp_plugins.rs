@@ -10,6 +10,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use codemode::plugins::mcp::{McpConfig, McpPlugin, McpTransport};
+use codemode::plugins::settings::SettingValue;
 use codemode::plugins::PluginHost;
 use codemode::{Catalog, Executor, LaunchMode, Limits};
 use common::*;
@@ -29,7 +30,7 @@ async fn setup(name: &str, command: &str, args: Vec<String>, timeout: Duration) 
         transport: McpTransport::Stdio {
             command: command.into(),
             args,
-            env: vec![("CANCEL_LOG".into(), cancel_log.display().to_string())],
+            env: vec![("CANCEL_LOG".into(), SettingValue::Literal(cancel_log.display().to_string().into()))],
             cwd: None,
         },
         call_timeout: timeout,

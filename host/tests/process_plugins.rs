@@ -9,6 +9,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use codemode::plugins::process::{ProcessConfig, ProcessPlugin};
+use codemode::plugins::settings::SettingValue;
 use codemode::plugins::PluginHost;
 use codemode::{Catalog, Executor, LaunchMode, Limits, OutcomeKind};
 use common::*;
@@ -30,7 +31,8 @@ async fn setup(timeout: Duration) -> Setup {
         name: "test-plugin".into(),
         command: "python3".into(),
         args: vec![plugin_script().display().to_string()],
-        env: vec![("CANCEL_LOG".into(), cancel_log.display().to_string())],
+        env: vec![("CANCEL_LOG".into(), SettingValue::Literal(cancel_log.display().to_string().into()))],
+        settings: Default::default(),
         cwd: None,
         call_timeout: timeout,
         net: None,
@@ -216,6 +218,7 @@ async fn a_plugin_that_cannot_start_is_reported_not_fatal() {
         command: "/nonexistent/plugin".into(),
         args: vec![],
         env: vec![],
+        settings: Default::default(),
         cwd: None,
         call_timeout: Duration::from_secs(1),
         net: None,
@@ -252,6 +255,7 @@ async fn a_plugin_that_fails_its_first_start_is_retried_on_calls_and_in_the_back
         command: script.clone(),
         args: vec![],
         env: vec![],
+        settings: Default::default(),
         cwd: None,
         call_timeout: Duration::from_secs(10),
         net: None,
@@ -312,6 +316,7 @@ async fn an_unavailable_plugin_comes_back_in_the_background_without_any_call() {
         command: script,
         args: vec![],
         env: vec![],
+        settings: Default::default(),
         cwd: None,
         call_timeout: Duration::from_secs(10),
         net: None,

@@ -33,9 +33,11 @@ async fn expression_form_is_called_with_tools() {
     let outcome = ex.run("async (tools) => (await tools.math.add({ a: 1, b: 2 }))").await;
     assert_eq!(outcome.kind, OutcomeKind::Ok { value: Some("\"3\"".into()) });
     assert_eq!(outcome.agent_text(), "3");
-    // A plain expression is its own value; a body's last expression is not returned.
+    // A plain expression is its own value; so is a body's last expression when the
+    // body has no `return` of its own (see program_forms.rs).
     assert_eq!(ok_value(&ex.run("[1, 2].map((x) => x * 2)").await), json!([2, 4]));
-    assert_eq!(ex.run("const x = 1; x + 1;").await.kind, OutcomeKind::Ok { value: None });
+    assert_eq!(ok_value(&ex.run("const x = 1; x + 1;").await), json!(2));
+    assert_eq!(ex.run("const x = 1; if (x) { x + 1; }").await.kind, OutcomeKind::Ok { value: None });
     // In the body form a returned function is an error, not a call.
     let (name, message) = error_of(&ex.run("return () => 1").await);
     assert_eq!(
@@ -164,7 +166,7 @@ async fn a_tool_that_needs_approval_never_runs_without_someone_to_ask() {
     let ran = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
     let flag = std::sync::Arc::clone(&ran);
     let mut definition = def("delete", None);
-    definition.requires_approval = true;
+    definition.requires_approval = codemode::tool::Approval::Always;
     let tool = Tool::from_fn(definition, move |_, _| {
         flag.store(true, std::sync::atomic::Ordering::SeqCst);
         async { ToolResult::text("deleted") }

@@ -358,9 +358,68 @@ pub struct Tool {
     /// Metadata.
     #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
     pub meta: Option<Map<String, Value>>,
-    /// codemode's addition: a person must approve each call first.
-    #[serde(rename = "requiresApproval", default, skip_serializing_if = "std::ops::Not::not")]
-    pub requires_approval: bool,
+    /// codemode's addition: when a person must approve the tool's calls first.
+    #[serde(rename = "requiresApproval", default, skip_serializing_if = "Approval::is_never")]
+    pub requires_approval: Approval,
+    /// codemode's addition: why the approval is asked for, shown to the person.
+    #[serde(rename = "approvalReason", default, skip_serializing_if = "Option::is_none")]
+    pub approval_reason: Option<String>,
+    /// codemode's addition: callable by name, but left out of what the agent is shown.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub hidden: bool,
+    /// Seed 000's `scope`: the tool is offered only where this scope is configured.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scope: Option<String>,
+}
+
+/// When a person must approve a tool's calls (codemode's `requiresApproval`): written
+/// `true`/`false`, or `"always"`, `"once"` (once per MCP session) or `"never"`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Approval {
+    /// No approval.
+    #[default]
+    Never,
+    /// Every call.
+    Always,
+    /// The first call of each session; later calls in that session run.
+    OncePerSession,
+}
+
+impl Approval {
+    /// True for [`Approval::Never`].
+    pub fn is_never(&self) -> bool {
+        *self == Approval::Never
+    }
+
+    /// The word the wire uses.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Approval::Never => "never",
+            Approval::Always => "always",
+            Approval::OncePerSession => "once",
+        }
+    }
+}
+
+impl Serialize for Approval {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(self.as_str())
+    }
+}
+
+impl<'de> Deserialize<'de> for Approval {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        match Value::deserialize(deserializer)? {
+            Value::Bool(true) => Ok(Approval::Always),
+            Value::Bool(false) | Value::Null => Ok(Approval::Never),
+            Value::String(s) if s == "always" => Ok(Approval::Always),
+            Value::String(s) if s == "once" => Ok(Approval::OncePerSession),
+            Value::String(s) if s == "never" => Ok(Approval::Never),
+            other => Err(serde::de::Error::custom(format!(
+                "requiresApproval must be true, false, \"always\", \"once\" or \"never\", not {other}"
+            ))),
+        }
+    }
 }
 
 impl Tool {

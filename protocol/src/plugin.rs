@@ -100,6 +100,26 @@ pub struct InitializeParams {
     pub protocol_version: String,
     /// The host.
     pub host: HostInfo,
+    /// The plugin's settings from its configuration entry, secrets read from the host's
+    /// environment (an addition: JavaScript plugins receive them; others may ignore it).
+    #[serde(default, skip_serializing_if = "Map::is_empty")]
+    pub settings: Map<String, Value>,
+}
+
+/// `initialize`'s result. Every field is optional; a plugin may answer `{}`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct InitializeResult {
+    /// The plugin's own name.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    /// Its version.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub version: Option<String>,
+    /// What the plugin's definitions ask for that it cannot honour, one sentence each
+    /// (an addition: the host reports them when the plugin loads).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<String>,
 }
 
 /// Who calls a tool (`tool/call`'s `context`); every field optional.
@@ -465,6 +485,7 @@ mod tests {
         let init = HostRequest::Initialize(InitializeParams {
             protocol_version: PROTOCOL_VERSION.into(),
             host: HostInfo { name: "codemode".into(), version: "1".into() },
+            settings: [("token".to_string(), json!("s3cret"))].into_iter().collect(),
         });
         let call = HostRequest::ToolCall(ToolCallParams {
             name: "greet".into(),

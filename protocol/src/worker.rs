@@ -345,8 +345,10 @@ pub enum WorkerCommand {
     },
     /// Serve a JavaScript plugin on standard input and output.
     Plugin {
-        /// The plugin's folder.
+        /// The plugin's folder, or its one module file.
         dir: PathBuf,
+        /// Its format, as the host detected it (`manifest`, `zhin`, ...).
+        format: String,
         /// The name the host gives it.
         name: String,
         /// The host's pid.
@@ -410,8 +412,9 @@ impl WorkerCommand {
                 args.push("--".into());
                 args.extend(payload_args.iter().cloned());
             }
-            WorkerCommand::Plugin { dir, name, host_pid, sandbox, memory_mib, cpu_step_ms } => {
+            WorkerCommand::Plugin { dir, format, name, host_pid, sandbox, memory_mib, cpu_step_ms } => {
                 flag(&mut args, "--dir", dir.display());
+                flag(&mut args, "--format", format);
                 flag(&mut args, "--name", name);
                 flag(&mut args, "--host-pid", host_pid);
                 flag(&mut args, "--sandbox", sandbox.as_arg());
@@ -436,7 +439,7 @@ impl WorkerCommand {
             "template" => &["--control-fd", "--host-pid", "--sandbox"],
             "run" => &["--channel-fd", "--host-pid", "--sandbox"],
             "exec" => &["--host-pid", "--sandbox", "--payload", "--skip-layer"],
-            "plugin" => &["--dir", "--name", "--host-pid", "--sandbox", "--memory-mib", "--cpu-step-ms"],
+            "plugin" => &["--dir", "--format", "--name", "--host-pid", "--sandbox", "--memory-mib", "--cpu-step-ms"],
             "probe" | "info" => &[],
             other => return Err(CommandError(format!("unknown mode `{other}`"))),
         };
@@ -486,6 +489,7 @@ impl WorkerCommand {
             },
             "plugin" => WorkerCommand::Plugin {
                 dir: PathBuf::from(required("--dir")?),
+                format: value("--format").unwrap_or("manifest").to_string(),
                 name: required("--name")?.to_string(),
                 host_pid: fd("--host-pid")?,
                 sandbox: sandbox()?,
@@ -529,6 +533,7 @@ mod tests {
             },
             WorkerCommand::Plugin {
                 dir: "/srv/plug in".into(),
+                format: "zhin".into(),
                 name: "hello".into(),
                 host_pid: 7,
                 sandbox: SandboxMode::Required,

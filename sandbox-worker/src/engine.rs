@@ -9,6 +9,7 @@ use deno_core::{v8, JsRuntime, RuntimeOptions};
 use protocol::JsFailure;
 
 use crate::ops::{codemode, Describer, Driver};
+use crate::source::{self, Positions, Prepared};
 
 #[cfg(not(any(feature = "quickjs", feature = "v8")))]
 compile_error!("enable one engine feature: `quickjs` (default) or `v8`");
@@ -38,10 +39,18 @@ const PROGRAM_RUNTIME_JS: &str = concat!(
     "\n})(globalThis.__bootstrap.primordials);\n"
 );
 
-/// The plugin runtime's JavaScript, built the same way around `plugin.js`.
+/// The plugin runtime's JavaScript, built the same way: the shared part, the schema
+/// forms (`plugin_schema.js`), the web pieces (`plugin_web.js`), the seed formats'
+/// adapters (`plugin_formats.js`), and the runtime itself (`plugin.js`).
 pub const PLUGIN_RUNTIME_JS: &str = concat!(
     "(function (primordials) {\n\"use strict\";\n",
     include_str!("js/common.js"),
+    "\n",
+    include_str!("js/plugin_schema.js"),
+    "\n",
+    include_str!("js/plugin_web.js"),
+    "\n",
+    include_str!("js/plugin_formats.js"),
     "\n",
     include_str!("js/plugin.js"),
     "\n})(globalThis.__bootstrap.primordials);\n"
@@ -56,15 +65,6 @@ pub enum EngineError {
     /// The bootstrap script threw (for example, the global scope could not be cleaned).
     #[error("bootstrapping the JavaScript runtime failed: {0}")]
     Bootstrap(String),
-}
-
-/// How a program's text was understood.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ProgramForm {
-    /// One expression; a function value is called with `tools`.
-    Expression,
-    /// The body of an async function of `tools`.
-    Body,
 }
 
 /// A bootstrapped runtime, ready for one program.
@@ -95,21 +95,6 @@ enum Evaluated {
     Threw(v8::Global<v8::Value>),
     /// The engine terminated it.
     Terminated,
-}
-
-/// The two ways a program's text is wrapped, each a function of `tools` whose first
-/// line starts with a fixed prefix (so lines keep their numbers).
-fn wrap(code: &str, form: ProgramForm) -> (String, usize) {
-    match form {
-        ProgramForm::Expression => {
-            let prefix = "(async function (tools) { return (";
-            (format!("{prefix}{code}\n); }})"), prefix.len())
-        }
-        ProgramForm::Body => {
-            let prefix = "(async function (tools) { ";
-            (format!("{prefix}{code}\n}})"), prefix.len())
-        }
-    }
 }
 
 /// Creates a deno_core runtime with codemode's engine settings: `extensions`, an
@@ -146,25 +131,28 @@ impl Engine {
         Ok(Self { runtime })
     }
 
-    /// Compiles a program into a function of `tools`, trying the expression form first.
+    /// Compiles a program into a function of `tools`: [`source::prepare`] decides its
+    /// form (and strips TypeScript), the engine compiles the result once.
     ///
-    /// A syntax error is reported for the body form, with the program's own line and
-    /// column numbers. Whatever the program's text runs while it is compiled is
-    /// described by the bootstrap's describer, never by deno_core's conversion.
-    pub fn compile(&mut self, code: &str) -> Result<(v8::Global<v8::Value>, ProgramForm), CompileError> {
-        if !starts_with_statement(code) {
-            let (source, prefix) = wrap(code, ProgramForm::Expression);
-            match self.evaluate(&source) {
-                Evaluated::Value(function) => return self.expect_function(function, ProgramForm::Expression),
-                Evaluated::Invalid(_) => {}
-                Evaluated::Threw(exception) => return Err(self.describe(&exception, prefix)),
-                Evaluated::Terminated => return Err(CompileError::Terminated),
+    /// A syntax error is reported with the program's own line and column numbers.
+    /// Whatever the program's text runs while it is compiled is described by the
+    /// bootstrap's describer, never by deno_core's conversion.
+    pub fn compile(&mut self, code: &str) -> Result<(v8::Global<v8::Value>, Prepared), CompileError> {
+        let prepared = source::prepare(code).map_err(|refused| {
+            CompileError::Threw(JsFailure {
+                name: "SyntaxError".into(),
+                message: refused.message,
+                stack: None,
+                line: Some(refused.line),
+                column: Some(refused.column),
+                unhandled_rejection: false,
+            })
+        })?;
+        match self.evaluate(&prepared.source) {
+            Evaluated::Value(function) => self.expect_function(function, prepared),
+            Evaluated::Invalid(exception) | Evaluated::Threw(exception) => {
+                Err(self.describe(&exception, &prepared.positions))
             }
-        }
-        let (source, prefix) = wrap(code, ProgramForm::Body);
-        match self.evaluate(&source) {
-            Evaluated::Value(function) => self.expect_function(function, ProgramForm::Body),
-            Evaluated::Invalid(exception) | Evaluated::Threw(exception) => Err(self.describe(&exception, prefix)),
             Evaluated::Terminated => Err(CompileError::Terminated),
         }
     }
@@ -174,11 +162,11 @@ impl Engine {
     fn expect_function(
         &mut self,
         value: v8::Global<v8::Value>,
-        form: ProgramForm,
-    ) -> Result<(v8::Global<v8::Value>, ProgramForm), CompileError> {
+        prepared: Prepared,
+    ) -> Result<(v8::Global<v8::Value>, Prepared), CompileError> {
         deno_core::scope!(scope, &mut self.runtime);
         if v8::Local::new(scope, &value).is_function() {
-            return Ok((value, form));
+            return Ok((value, prepared));
         }
         Err(CompileError::Threw(JsFailure {
             name: "SyntaxError".into(),
@@ -214,17 +202,19 @@ impl Engine {
     }
 
     /// Describes a thrown value with the bootstrap's describer (`describeThrown`).
-    pub fn describe(&mut self, exception: &v8::Global<v8::Value>, line1_prefix: usize) -> CompileError {
+    pub fn describe(&mut self, exception: &v8::Global<v8::Value>, positions: &Positions) -> CompileError {
         let Some(describer) = self.runtime.op_state().borrow().try_borrow::<Describer>().map(|d| d.0.clone()) else {
             return CompileError::Terminated;
         };
         deno_core::scope!(scope, &mut self.runtime);
         let function = v8::Local::new(scope, &describer);
         let value = v8::Local::new(scope, exception);
-        let prefix = v8::Integer::new(scope, i32::try_from(line1_prefix).unwrap_or(0));
+        let insertions: Vec<v8::Local<v8::Value>> =
+            positions.flat().into_iter().map(|n| v8::Integer::new_from_unsigned(scope, n).into()).collect();
+        let insertions = v8::Array::new_with_elements(scope, &insertions);
         let undefined = v8::undefined(scope).into();
         v8::tc_scope!(let tc, scope);
-        let Some(text) = function.call(tc, undefined, &[value, prefix.into()]) else {
+        let Some(text) = function.call(tc, undefined, &[value, insertions.into()]) else {
             return CompileError::Terminated;
         };
         let text = text.to_rust_string_lossy(tc);
@@ -267,47 +257,15 @@ struct Described {
     internal: bool,
 }
 
-/// True when the program's first token is a keyword that can only start a statement,
-/// so the expression form cannot compile (and trying it costs a thrown SyntaxError,
-/// which is the most expensive part of starting a program).
-pub fn starts_with_statement(code: &str) -> bool {
-    const STATEMENT_KEYWORDS: [&str; 13] =
-        ["const", "let", "var", "return", "if", "for", "while", "do", "throw", "try", "switch", "import", "export"];
-    let mut rest = code;
-    loop {
-        rest = rest.trim_start();
-        if let Some(after) = rest.strip_prefix("//") {
-            rest = after.split_once('\n').map_or("", |(_, tail)| tail);
-        } else if let Some(after) = rest.strip_prefix("/*") {
-            rest = after.split_once("*/").map_or("", |(_, tail)| tail);
-        } else {
-            break;
-        }
-    }
-    let word: &str =
-        &rest[..rest.find(|c: char| !(c.is_ascii_alphanumeric() || c == '_' || c == '$')).unwrap_or(rest.len())];
-    STATEMENT_KEYWORDS.contains(&word)
-}
-
-impl ProgramForm {
-    /// Length of the wrapper's text before the program on line 1.
-    pub fn line1_prefix(self) -> usize {
-        wrap("", self).1
-    }
-}
-
 /// Converts deno_core's error into the protocol's, mapping positions back to the
-/// program's own text (only line 1 carries the wrapper's prefix).
-pub fn failure_from_js_error(error: &deno_core::error::JsError, line1_prefix: usize) -> JsFailure {
+/// program's own text.
+pub fn failure_from_js_error(error: &deno_core::error::JsError, positions: &Positions) -> JsFailure {
     let frame = error.frames.iter().find(|f| f.file_name.as_deref() == Some(PROGRAM_NAME));
     let line = frame.and_then(|f| f.line_number).and_then(|l| u32::try_from(l).ok());
-    let column = frame.and_then(|f| f.column_number).and_then(|c| u32::try_from(c).ok()).map(|c| {
-        if line == Some(1) {
-            c.saturating_sub(line1_prefix as u32).max(1)
-        } else {
-            c
-        }
-    });
+    let column = frame
+        .and_then(|f| f.column_number)
+        .and_then(|c| u32::try_from(c).ok())
+        .map(|c| line.map_or(c, |line| positions.column(line, c)));
     let message = match &error.message {
         Some(m) => m.clone(),
         None => {
@@ -318,7 +276,7 @@ pub fn failure_from_js_error(error: &deno_core::error::JsError, line1_prefix: us
     JsFailure {
         name: error.name.clone().unwrap_or_default(),
         message,
-        stack: error.stack.as_deref().map(|s| fix_line1_columns(&without_internal_frames(s), line1_prefix)),
+        stack: error.stack.as_deref().map(|s| positions.fix_stack(&without_internal_frames(s), PROGRAM_NAME)),
         line,
         column,
         unhandled_rejection: false,
@@ -334,69 +292,13 @@ fn without_internal_frames(stack: &str) -> String {
         .join("\n")
 }
 
-/// Rewrites `program.js:1:C` positions in a stack trace to the program's own columns.
-pub fn fix_line1_columns(stack: &str, prefix: usize) -> String {
-    let needle = format!("{PROGRAM_NAME}:1:");
-    let mut out = String::with_capacity(stack.len());
-    let mut rest = stack;
-    while let Some(at) = rest.find(&needle) {
-        let (before, after) = rest.split_at(at + needle.len());
-        out.push_str(before);
-        let digits = after.chars().take_while(|c| c.is_ascii_digit()).count();
-        match after[..digits].parse::<usize>() {
-            Ok(col) => out.push_str(&col.saturating_sub(prefix).max(1).to_string()),
-            Err(_) => out.push_str(&after[..digits]),
-        }
-        rest = &after[digits..];
-    }
-    out.push_str(rest);
-    out
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
-    fn line1_columns_lose_the_prefix_other_lines_keep_theirs() {
-        let stack = "Error: x\n    at f (program.js:1:40)\n    at program.js:3:7\n    at program.js:1:2";
-        assert_eq!(
-            fix_line1_columns(stack, 25),
-            "Error: x\n    at f (program.js:1:15)\n    at program.js:3:7\n    at program.js:1:1"
-        );
-    }
-
-    #[test]
-    fn statement_keywords_skip_the_expression_attempt() {
-        for code in ["return 1", "const a = 1", "  // note\n/* block */ let x", "if (a) {}", "for (;;) {}", "throw 1"] {
-            assert!(starts_with_statement(code), "{code}");
-        }
-        for code in [
-            "async (tools) => 1",
-            "1 + 1",
-            "await tools.a.b()",
-            "constant",
-            "returned()",
-            "tools.x.y()",
-            "",
-            "// only a comment",
-        ] {
-            assert!(!starts_with_statement(code), "{code}");
-        }
-    }
-
-    #[test]
     fn internal_frames_are_dropped() {
         let stack = "Error: x\n    at onFailure (codemode:bootstrap:134:46)\n    at async program.js:1:8\n    at async drive (codemode:bootstrap:220:17)";
         assert_eq!(without_internal_frames(stack), "Error: x\n    at async program.js:1:8");
-    }
-
-    #[test]
-    fn both_wrappers_keep_the_program_on_line_one() {
-        for form in [ProgramForm::Expression, ProgramForm::Body] {
-            let (src, prefix) = wrap("a\nb", form);
-            assert_eq!(&src[prefix..prefix + 3], "a\nb");
-            assert!(!src[..prefix].contains('\n'));
-        }
     }
 }

@@ -24,6 +24,7 @@ pub mod ops;
 pub mod plugin;
 pub mod program;
 pub mod sandbox;
+pub mod source;
 pub mod step_clock;
 pub mod template;
 
@@ -337,12 +338,39 @@ mod tests {
     use super::*;
     use protocol::{WorkerOutcome, WorkerToHost};
 
+    /// Set in the test binary this module starts again for a forking test.
+    const ALONE: &str = "CODEMODE_TEST_ALONE";
+
+    /// Whether this is the copy of the test binary started by [`rerun_alone`].
+    fn alone() -> bool {
+        std::env::var_os(ALONE).is_some()
+    }
+
+    /// Runs test `name` again in a new copy of this test binary, on its main thread and
+    /// with no other test running: a fork from the harness's many threads can copy a lock
+    /// another test holds (the panic hook's, the allocator's) and hang the child.
+    fn rerun_alone(name: &str) {
+        let exe = std::env::current_exe().unwrap();
+        let output = std::process::Command::new(exe)
+            .args(["--exact", name, "--test-threads=1", "--nocapture"])
+            .env(ALONE, "1")
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&output.stdout);
+        assert!(
+            output.status.success() && text.contains("1 passed"),
+            "{name} failed alone:\n{text}\n{}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+    }
+
     /// Runs `body` in a forked child holding one end of a socket pair; returns what the
-    /// child sent on it and how it exited.
+    /// child sent on it and how it exited. Only in a binary started by [`rerun_alone`].
     fn in_child(body: fn(std::os::fd::RawFd)) -> (Option<WorkerToHost>, i32) {
+        assert!(alone(), "in_child forks: call it from a test started by rerun_alone");
         let (ours, theirs) = std::os::unix::net::UnixStream::pair().unwrap();
-        // SAFETY: the child only installs a hook and fails on purpose; the test harness's
-        // other threads are not used in it.
+        // SAFETY: this process runs one test on its main thread (`rerun_alone`), so no
+        // other thread can hold a lock the child needs.
         match unsafe { nix::unistd::fork() }.unwrap() {
             nix::unistd::ForkResult::Child => {
                 drop(ours);
@@ -365,6 +393,9 @@ mod tests {
 
     #[test]
     fn a_panic_is_reported_on_the_channel_as_an_internal_outcome() {
+        if !alone() {
+            return rerun_alone("tests::a_panic_is_reported_on_the_channel_as_an_internal_outcome");
+        }
         let (sent, code) = in_child(|fd| {
             report_panics(Some(fd));
             panic!("a bug on purpose");
@@ -384,6 +415,9 @@ mod tests {
 
     #[test]
     fn an_abort_is_reported_as_the_memory_limit() {
+        if !alone() {
+            return rerun_alone("tests::an_abort_is_reported_as_the_memory_limit");
+        }
         let (sent, code) = in_child(|fd| {
             report_aborts(fd);
             std::process::abort();

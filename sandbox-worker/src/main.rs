@@ -7,7 +7,7 @@
 //! sandbox-worker template --control-fd FD --host-pid PID [--sandbox S]   serve fork requests
 //! sandbox-worker run --channel-fd FD --host-pid PID [--sandbox S]        run one program (spawn path)
 //! sandbox-worker exec --host-pid PID [--sandbox S] --payload SO [-- ARGS]  run a native payload
-//! sandbox-worker plugin --dir DIR --name NAME --host-pid PID [--sandbox S] --memory-mib N --cpu-step-ms N
+//! sandbox-worker plugin --dir PATH --format F --name NAME --host-pid PID [--sandbox S] --memory-mib N --cpu-step-ms N
 //!                                                                       serve a JavaScript plugin on stdin/stdout
 //! sandbox-worker probe                                                   report the sandbox layers
 //! sandbox-worker info                                                    print {"engine": ...}
@@ -41,6 +41,11 @@ fn main() {
     // a worker must never write host files, and must not read back what another
     // program left there. Decided once, before the engine starts.
     std::env::set_var("V82JSC_NO_BC_CACHE", "1");
+    // swc's parser (programs' forms, plugins' modules) asks stacker how much stack is
+    // left; stacker reads the main thread's bounds from /proc/self/maps on its first
+    // question, which inside the sandbox would be a forbidden open(2). Asked here, the
+    // answer is kept for this thread and every process forked from it.
+    let _ = stacker::remaining_stack();
     let args: Vec<String> = std::env::args().skip(1).collect();
     let command = WorkerCommand::parse(&args).unwrap_or_else(|e| {
         eprintln!("sandbox-worker: {e}");
@@ -64,9 +69,10 @@ fn main() {
             }
             exec_payload(&payload, &args, host_pid, &SandboxOptions { mode: sandbox, skip: skip_layers })
         }
-        WorkerCommand::Plugin { dir, name, host_pid, sandbox, memory_mib, cpu_step_ms } => {
+        WorkerCommand::Plugin { dir, format, name, host_pid, sandbox, memory_mib, cpu_step_ms } => {
             plugin::run(plugin::PluginOptions {
                 dir,
+                format,
                 name,
                 host_pid,
                 sandbox: SandboxOptions::new(sandbox),

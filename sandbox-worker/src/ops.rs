@@ -99,16 +99,17 @@ impl HostLink {
 pub struct ProgramSpec {
     /// The tools, grouped by plugin.
     pub catalog: Vec<PluginTools>,
-    /// True when the program is one expression (whose function value is called with `tools`).
-    pub expression: bool,
-    /// Length of the wrapper's text before the program on line 1 (for stack positions).
-    pub line1_prefix: usize,
+    /// True when a function value the program evaluates to is called with `tools` (one
+    /// expression, or `export default`).
+    pub calls_function_value: bool,
+    /// Text inserted around the program, `[line, at, by, ...]` (for stack positions).
+    pub positions: Vec<u32>,
 }
 
 /// The registered driver function of `bootstrap.js`.
 pub struct Driver(pub v8::Global<v8::Function>);
 
-/// The registered describer of `bootstrap.js`: thrown value and prefix in, JSON out.
+/// The registered describer of `bootstrap.js`: thrown value and insertions in, JSON out.
 pub struct Describer(pub v8::Global<v8::Function>);
 
 /// What the driver reported at the end of a program.

@@ -6,8 +6,9 @@
 //! 2. start the step clock and its watchdog;
 //! 3. lock the process down: resource limits (the OS memory backstop among them) and
 //!    the worker's seccomp filter, on every thread;
-//! 4. compile the program (a syntax error, or whatever its top-level text throws,
-//!    ends here);
+//! 4. read the program's form (JavaScript or TypeScript, expression, body or
+//!    `export default`; [`crate::source`]) and compile it (a syntax error, or whatever
+//!    its top-level text throws, ends here);
 //! 5. set this program's heap limit;
 //! 6. call the bootstrap's driver and run the event loop ([`event_loop`]) until the
 //!    driver reports how the program ended (`op_codemode_finish`); the loop reads tool
@@ -28,10 +29,11 @@ use futures::FutureExt;
 use protocol::{HostToWorker, JsFailure, StartProgram, WorkerChannel, WorkerOutcome, WorkerToHost};
 use serde_json::value::RawValue;
 
-use crate::engine::{failure_from_js_error, CompileError, Engine, ProgramForm};
+use crate::engine::{failure_from_js_error, CompileError, Engine};
 use crate::memory::{self, MemoryTrip};
 use crate::ops::{Driver, Finish, Finishing, HostLink, ProgramSpec};
 use crate::sandbox::{self, rlimits, WorkerPolicy};
+use crate::source::Positions;
 use crate::step_clock::StepClock;
 
 /// Runs `start` to its end and exits the process.
@@ -72,7 +74,7 @@ pub fn run(
         crate::fail(&e.to_string());
     }
 
-    let (function, form) = match engine.compile(&start.code) {
+    let (function, prepared) = match engine.compile(&start.code) {
         Ok(compiled) => compiled,
         Err(CompileError::Threw(failure)) => finish(&link, WorkerOutcome::Threw(failure)),
         Err(CompileError::OutOfMemory) => finish(&link, WorkerOutcome::MemoryLimit),
@@ -82,8 +84,8 @@ pub fn run(
     };
     let spec = ProgramSpec {
         catalog: start.catalog,
-        expression: form == ProgramForm::Expression,
-        line1_prefix: form.line1_prefix(),
+        calls_function_value: prepared.calls_function_value,
+        positions: prepared.positions.flat(),
     };
     let (done, reported) = futures::channel::oneshot::channel();
     {
@@ -115,7 +117,7 @@ pub fn run(
     });
 
     let finishing = engine.runtime.op_state().borrow_mut().try_take::<Finishing>();
-    let outcome = classify(result, finishing, &memory_trip, &clock, limits.result_bytes, form);
+    let outcome = classify(result, finishing, &memory_trip, &clock, limits.result_bytes, &prepared.positions);
     finish(&link, outcome)
 }
 
@@ -178,7 +180,7 @@ fn classify(
     memory: &MemoryTrip,
     clock: &StepClock,
     result_bytes: u64,
-    form: ProgramForm,
+    positions: &Positions,
 ) -> WorkerOutcome {
     if let Some(limit) = limit_outcome(memory, clock) {
         return limit;
@@ -206,7 +208,7 @@ fn classify(
             Err(error) => match error.0.as_ref() {
                 CoreErrorKind::PendingPromiseResolution => WorkerOutcome::Stuck,
                 CoreErrorKind::Js(js) if is_out_of_memory(js) => WorkerOutcome::MemoryLimit,
-                CoreErrorKind::Js(js) => WorkerOutcome::Threw(failure_from_js_error(js, form.line1_prefix())),
+                CoreErrorKind::Js(js) => WorkerOutcome::Threw(failure_from_js_error(js, positions)),
                 other => WorkerOutcome::Threw(JsFailure {
                     name: "Error".into(),
                     message: other.to_string(),

@@ -10,11 +10,12 @@ use serde_json::value::RawValue;
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
-use crate::tool::{CallContext, Caller, Catalog, Tool};
+use crate::tool::{Approver, CallContext, Caller, Catalog, Tool};
 
 /// What a caller may add around each tool call of a program: a check before it (for
-/// approvals) and a report after it (for progress).
-pub trait CallHooks: Send + Sync + 'static {
+/// approvals), a report after it (for progress), and someone to ask when a plugin asks
+/// for a person's approval during a call ([`Approver`]).
+pub trait CallHooks: Approver {
     /// Runs before the call; an `Err` rejects it in the program with that message, and
     /// the tool never runs.
     fn before(&self, plugin: &str, tool: &Tool, input: &Value) -> BoxFuture<'static, Result<(), String>>;
@@ -82,7 +83,7 @@ pub(super) async fn serve_call(
                 let approved = match (checked, hooks) {
                     (Err(why), _) => Err(why),
                     (Ok(()), Some(h)) => h.before(&plugin, t, &input).await,
-                    (Ok(()), None) if t.definition.requires_approval => Err(format!(
+                    (Ok(()), None) if !t.definition.requires_approval.is_never() => Err(format!(
                         "tools.{plugin}.{tool} needs a person's approval for each call, and nobody can be asked here: run the program through the MCP server (codemode mcp or codemode serve), whose client asks the person"
                     )),
                     (Ok(()), None) => Ok(()),
@@ -91,7 +92,14 @@ pub(super) async fn serve_call(
                     Ok(()) => {
                         t.run_validated(
                             input,
-                            CallContext { plugin: plugin.clone(), tool: tool.clone(), call_id, caller, cancel },
+                            CallContext {
+                                plugin: plugin.clone(),
+                                tool: tool.clone(),
+                                call_id,
+                                caller,
+                                cancel,
+                                approver: hooks.clone().map(|h| h as Arc<dyn Approver>),
+                            },
                         )
                         .await
                     }

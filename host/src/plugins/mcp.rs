@@ -41,8 +41,9 @@ pub enum McpTransport {
         command: PathBuf,
         /// Its arguments.
         args: Vec<String>,
-        /// Extra environment variables.
-        env: Vec<(String, String)>,
+        /// Extra environment variables (written in the configuration, or read from the
+        /// host's environment at start).
+        env: Vec<(String, super::settings::SettingValue)>,
         /// Working directory.
         cwd: Option<PathBuf>,
     },
@@ -197,7 +198,9 @@ impl McpPlugin {
         let events = Events { changed: self.changed.clone() };
         let session = match &self.config.transport {
             McpTransport::Stdio { command, args, env, cwd } => {
-                let cmd = plugin_command(command, args, env, cwd.as_deref());
+                let env = super::settings::resolve_env(env, &super::settings::host_environment)
+                    .map_err(|e| PluginError::Start { plugin: self.config.name.clone(), reason: e.to_string() })?;
+                let cmd = plugin_command(command, args, &env, cwd.as_deref());
                 let (transport, stderr) = TokioChildProcess::builder(cmd)
                     .stderr(std::process::Stdio::piped())
                     .spawn()

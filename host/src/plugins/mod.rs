@@ -16,6 +16,7 @@ pub mod javascript;
 pub mod mcp;
 pub mod net;
 pub mod process;
+pub mod settings;
 
 use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
@@ -50,7 +51,9 @@ struct ProcessTool {
 impl ToolHandler for ProcessTool {
     fn call(&self, input: Value, context: CallContext) -> BoxFuture<'static, ToolResult> {
         let (plugin, tool) = (Arc::clone(&self.plugin), self.tool.clone());
-        Box::pin(async move { plugin.call_tool(&tool, input, context.wire(), context.cancel.clone()).await })
+        Box::pin(async move {
+            plugin.call_tool(&tool, input, context.wire(), context.cancel.clone(), context.approver.clone()).await
+        })
     }
 }
 
@@ -200,7 +203,7 @@ impl PluginHost {
                     }
                     for (handler, mut definition) in tools {
                         if approve.is_some_and(|names| names.iter().any(|n| n == "*" || *n == definition.name)) {
-                            definition.requires_approval = true;
+                            definition.requires_approval = crate::tool::Approval::Always;
                         }
                         if let Err(e) = catalog.add(&plugin, Tool::new(definition, handler)) {
                             problems.push(LoadProblem {

@@ -81,10 +81,44 @@ fn entry_matches(entry: &HostEntry, host: &str, port: u16, default_port: u16) ->
     host_ok && port == entry.port.unwrap_or(default_port)
 }
 
+/// Where a plugin's allowlist is written, so that a refusal says where to add a host.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AllowlistSource {
+    /// `manifest.json`'s `permissions.net.hosts` (seed 000).
+    Manifest,
+    /// A seed-003 script's `globalThis.manifest.egress`.
+    Egress,
+    /// The plugin's configuration entry, `net_hosts` (formats with no manifest).
+    Configuration,
+}
+
+impl AllowlistSource {
+    /// The list, as its author knows it.
+    fn written(self) -> &'static str {
+        match self {
+            AllowlistSource::Manifest => "its manifest.json",
+            AllowlistSource::Egress => "its globalThis.manifest.egress",
+            AllowlistSource::Configuration => "its configuration entry's net_hosts",
+        }
+    }
+
+    /// Where to add `host`.
+    fn add(self, host: &str) -> String {
+        match self {
+            AllowlistSource::Manifest => format!("add \"{host}\" to permissions.net.hosts to allow it"),
+            AllowlistSource::Egress => format!("add \"{host}\" to globalThis.manifest.egress to allow it"),
+            AllowlistSource::Configuration => {
+                format!("add \"{host}\" to net_hosts in the plugin's configuration entry to allow it")
+            }
+        }
+    }
+}
+
 /// What a plugin may reach, and the client that reaches it.
 #[derive(Debug)]
 pub struct NetAccess {
     plugin: String,
+    source: AllowlistSource,
     entries: Vec<String>,
     /// The entries that parse (the manifest refused the others when it was loaded).
     patterns: Vec<HostEntry>,
@@ -98,10 +132,11 @@ pub struct NetAccess {
 impl NetAccess {
     /// The allowlist of `plugin`, from its manifest's `net.hosts`; requests give up
     /// after `timeout`.
-    pub fn new(plugin: &str, hosts: &[String], timeout: Duration) -> Self {
+    pub fn new(plugin: &str, hosts: &[String], source: AllowlistSource, timeout: Duration) -> Self {
         crate::tls::ensure_provider();
         Self {
             plugin: plugin.to_string(),
+            source,
             entries: hosts.to_vec(),
             patterns: hosts.iter().filter_map(|h| HostEntry::parse(h).ok()).collect(),
             timeout,
@@ -116,7 +151,7 @@ impl NetAccess {
         let default_port = match url.scheme() {
             "http" => 80,
             "https" => 443,
-            other => return Err(format!("api.net.fetch: {other}: URLs are not fetched; use http or https")),
+            other => return Err(format!("fetch: {other}: URLs are not fetched; use http or https")),
         };
         if permitted(&self.patterns, url) {
             return Ok(());
@@ -125,27 +160,27 @@ impl NetAccess {
         let port = url.port().unwrap_or(default_port);
         let shown = if port == default_port { host } else { format!("{host}:{port}") };
         Err(format!(
-            "api.net.fetch: plugin {} may not reach {shown}: its manifest.json allows only {}; add \"{shown}\" to permissions.net.hosts to allow it",
+            "fetch: plugin {} may not reach {shown}: {} allows {}; {}",
             self.plugin,
-            if self.entries.is_empty() { "no hosts".to_string() } else { self.entries.join(", ") }
+            self.source.written(),
+            if self.entries.is_empty() { "no hosts".to_string() } else { format!("only {}", self.entries.join(", ")) },
+            self.source.add(&shown)
         ))
     }
 
     /// Performs a `host/fetch` request and builds its answer, with the bytes it holds of
     /// the plugin's budget (give them back once it is written).
     pub async fn fetch(&self, request: FetchParams) -> Result<(FetchResult, Reservation), String> {
-        let url =
-            Url::parse(&request.url).map_err(|e| format!("api.net.fetch: {:?} is not a URL: {e}", request.url))?;
+        let url = Url::parse(&request.url).map_err(|e| format!("fetch: {:?} is not a URL: {e}", request.url))?;
         self.allows(&url)?;
         let method = reqwest::Method::from_bytes(request.method.as_bytes())
-            .map_err(|_| format!("api.net.fetch: {:?} is not an HTTP method", request.method))?;
+            .map_err(|_| format!("fetch: {:?} is not an HTTP method", request.method))?;
         // Held from now until the answer is written: a plugin cannot queue more than the
         // budget, however many requests it sends.
         let mut held = Reservation { budget: Arc::clone(&self.budget), bytes: 0 };
         let body_bytes = request.body.as_ref().map_or(0, |b| b.len() as u64);
         self.budget.take(&mut held, body_bytes + REQUEST_OVERHEAD_BYTES).map_err(|used| self.over_budget(used))?;
-        let _slot =
-            self.in_flight.acquire().await.map_err(|_| "api.net.fetch: the host is shutting down".to_string())?;
+        let _slot = self.in_flight.acquire().await.map_err(|_| "fetch: the host is shutting down".to_string())?;
         let client = match self.client.get() {
             Some(c) => c.clone(),
             None => {
@@ -176,10 +211,7 @@ impl NetAccess {
         while let Some(chunk) = stream.next().await {
             let chunk = chunk.map_err(|e| describe(&url, &e))?;
             if body.len() + chunk.len() > MAX_BODY_BYTES {
-                return Err(format!(
-                    "api.net.fetch: the response from {url} is larger than {} MiB",
-                    MAX_BODY_BYTES >> 20
-                ));
+                return Err(format!("fetch: the response from {url} is larger than {} MiB", MAX_BODY_BYTES >> 20));
             }
             self.budget.take(&mut held, 3 * chunk.len() as u64).map_err(|used| self.over_budget(used))?;
             body.extend_from_slice(&chunk);
@@ -202,7 +234,7 @@ impl NetAccess {
     /// The refusal of a request that would take the plugin's fetches over their budget.
     fn over_budget(&self, used: u64) -> String {
         format!(
-            "api.net.fetch: plugin {}'s requests and responses in flight already hold {} of the {} the host keeps for them; await some fetches before starting more",
+            "fetch: plugin {}'s requests and responses in flight already hold {} of the {} the host keeps for them; await some fetches before starting more",
             self.plugin,
             protocol::cost::mib(used),
             protocol::cost::mib(self.budget.limit)
@@ -211,7 +243,7 @@ impl NetAccess {
 
     /// A client whose redirects are checked against the same allowlist.
     fn new_client(&self) -> Result<reqwest::Client, String> {
-        let patterns = self.patterns.clone();
+        let (patterns, source) = (self.patterns.clone(), self.source);
         let policy = reqwest::redirect::Policy::custom(move |attempt| {
             let allowed = permitted(&patterns, attempt.url());
             if attempt.previous().len() >= MAX_REDIRECTS {
@@ -224,7 +256,11 @@ impl NetAccess {
                     (Some(port), host) => format!("{host}:{port}"),
                     (None, host) => host,
                 };
-                attempt.error(format!("a redirect to {to}, which is not in the plugin's permissions.net.hosts; add \"{shown}\" to allow it"))
+                attempt.error(format!(
+                    "a redirect to {to}, which {} does not allow; {}",
+                    source.written(),
+                    source.add(&shown)
+                ))
             }
         });
         reqwest::Client::builder()
@@ -232,7 +268,7 @@ impl NetAccess {
             .timeout(self.timeout)
             .no_proxy()
             .build()
-            .map_err(|e| format!("api.net.fetch: cannot create the HTTP client: {e}"))
+            .map_err(|e| format!("fetch: cannot create the HTTP client: {e}"))
     }
 }
 
@@ -254,7 +290,7 @@ fn permitted(patterns: &[HostEntry], url: &Url) -> bool {
 
 /// An error with its causes, as one line.
 fn describe(url: &Url, error: &reqwest::Error) -> String {
-    let mut text = format!("api.net.fetch {url}: {error}");
+    let mut text = format!("fetch {url}: {error}");
     let mut source = std::error::Error::source(error);
     while let Some(cause) = source {
         text.push_str(&format!(": {cause}"));
@@ -268,7 +304,12 @@ mod tests {
     use super::*;
 
     fn access(hosts: &[&str]) -> NetAccess {
-        NetAccess::new("weather", &hosts.iter().map(|h| h.to_string()).collect::<Vec<_>>(), Duration::from_secs(1))
+        NetAccess::new(
+            "weather",
+            &hosts.iter().map(|h| h.to_string()).collect::<Vec<_>>(),
+            AllowlistSource::Manifest,
+            Duration::from_secs(1),
+        )
     }
 
     fn check(a: &NetAccess, url: &str) -> Result<(), String> {
@@ -318,12 +359,14 @@ mod tests {
         let a = access(&["wttr.in"]);
         assert_eq!(
             check(&a, "http://169.254.169.254/latest/meta-data").unwrap_err(),
-            "api.net.fetch: plugin weather may not reach 169.254.169.254: its manifest.json allows only wttr.in; add \"169.254.169.254\" to permissions.net.hosts to allow it"
+            "fetch: plugin weather may not reach 169.254.169.254: its manifest.json allows only wttr.in; add \"169.254.169.254\" to permissions.net.hosts to allow it"
         );
         assert_eq!(
             check(&a, "file:///etc/passwd").unwrap_err(),
-            "api.net.fetch: file: URLs are not fetched; use http or https"
+            "fetch: file: URLs are not fetched; use http or https"
         );
-        assert!(check(&access(&[]), "https://wttr.in/").unwrap_err().contains("allows only no hosts"));
+        assert!(check(&access(&[]), "https://wttr.in/")
+            .unwrap_err()
+            .contains("its manifest.json allows no hosts; add \"wttr.in\""));
     }
 }

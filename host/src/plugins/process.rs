@@ -10,7 +10,7 @@
 //! ended, hit a limit, or the call timed out) is followed by `tool/cancel { id }`. The
 //! host never blocks on a plugin: every wait has a timeout or a cancellation.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;
 use std::process::Stdio;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -19,8 +19,8 @@ use std::time::{Duration, Instant};
 
 use futures::StreamExt;
 use protocol::plugin::{
-    ApproveResult, CallContext, HostInfo, HostRequest, InitializeParams, Outgoing, PluginMessage, PluginNotification,
-    PluginRequest, RequestId, RpcError, ToolCallParams, ToolsListResult, PROTOCOL_VERSION,
+    ApproveResult, CallContext, HostInfo, HostRequest, InitializeParams, InitializeResult, Outgoing, PluginMessage,
+    PluginNotification, PluginRequest, RequestId, RpcError, ToolCallParams, ToolsListResult, PROTOCOL_VERSION,
 };
 use serde_json::Value;
 use tokio::io::AsyncWriteExt;
@@ -30,7 +30,8 @@ use tokio_util::sync::CancellationToken;
 
 use super::backoff::Backoff;
 use super::net::NetAccess;
-use crate::tool::{ToolDefinition, ToolResult};
+use super::settings::{host_environment, resolve_env, resolve_settings, SettingError, SettingValue};
+use crate::tool::{ApprovalQuestion, Approver, ToolDefinition, ToolResult};
 
 /// The longest line a plugin may write (one JSON-RPC message).
 const MAX_LINE_BYTES: usize = 16 * 1024 * 1024;
@@ -55,8 +56,11 @@ pub struct ProcessConfig {
     pub command: PathBuf,
     /// Its arguments.
     pub args: Vec<String>,
-    /// Extra environment variables (the rest of the host's environment is not passed).
-    pub env: Vec<(String, String)>,
+    /// Extra environment variables (the rest of the host's environment is not passed),
+    /// each written in the configuration or read from the host's environment at start.
+    pub env: Vec<(String, SettingValue)>,
+    /// Settings sent in `initialize` (JavaScript plugins).
+    pub settings: BTreeMap<String, SettingValue>,
     /// Working directory.
     pub cwd: Option<PathBuf>,
     /// Longest a tool call may take before the host gives it up.
@@ -110,12 +114,16 @@ pub enum PluginError {
 }
 
 type Pending = Arc<StdMutex<HashMap<u64, oneshot::Sender<Result<Value, PluginError>>>>>;
+/// Who can approve what the running `tool/call`s ask (`host/approve`), by request id,
+/// with the tool's name.
+type Approvers = Arc<StdMutex<HashMap<u64, (String, Option<Arc<dyn Approver>>)>>>;
 type Stdin = Arc<Mutex<tokio::process::ChildStdin>>;
 
 /// One running process and its reader.
 struct Connection {
     stdin: Stdin,
     pending: Pending,
+    approvers: Approvers,
     next_id: AtomicU64,
     /// Cancelled when the connection is dead (and kills the process when dropped).
     dead: CancellationToken,
@@ -140,6 +148,8 @@ pub struct ProcessPlugin {
     changed: tokio::sync::watch::Sender<u64>,
     /// The last lines the plugin wrote on standard error (any of its processes).
     stderr_tail: StderrTail,
+    /// What the plugin said it cannot honour when it last started (`initialize`'s notes).
+    notes: StdMutex<Vec<String>>,
 }
 
 /// The last lines a plugin wrote on standard error, for the reason it is unavailable.
@@ -198,7 +208,13 @@ impl ProcessPlugin {
             backoff: StdMutex::new(Backoff::default()),
             changed: tokio::sync::watch::channel(0).0,
             stderr_tail: StderrTail::default(),
+            notes: StdMutex::new(Vec::new()),
         })
+    }
+
+    /// What the plugin said, when it last started, that it cannot honour.
+    pub fn notes(&self) -> Vec<String> {
+        self.notes.lock().map(|n| n.clone()).unwrap_or_default()
     }
 
     /// What the plugin last wrote on standard error.
@@ -233,15 +249,18 @@ impl ProcessPlugin {
     }
 
     /// Calls a tool (`tool/call`). A plugin failure is a failed tool result, never a panic.
+    /// `approver` answers what the plugin asks a person during the call (`host/approve`).
     pub async fn call_tool(
         self: &Arc<Self>,
         tool: &str,
         input: Value,
         context: CallContext,
         cancel: CancellationToken,
+        approver: Option<Arc<dyn Approver>>,
     ) -> ToolResult {
         let request = HostRequest::ToolCall(ToolCallParams { name: tool.to_string(), input, context });
-        match self.request(request, self.config.call_timeout, Some(cancel)).await {
+        let asks = Some((tool.to_string(), approver));
+        match self.request_asking(request, self.config.call_timeout, Some(cancel), true, asks).await {
             Ok(value) => serde_json::from_value::<ToolResult>(value.clone()).unwrap_or_else(|e| {
                 ToolResult::error(format!(
                     "plugin {} answered tool/call with something that is not a CallToolResult: {e}",
@@ -255,17 +274,8 @@ impl ProcessPlugin {
         }
     }
 
-    /// Sends a request and waits for its answer, its timeout or its cancellation.
-    async fn request(
-        self: &Arc<Self>,
-        request: HostRequest,
-        timeout: Duration,
-        cancel: Option<CancellationToken>,
-    ) -> Result<Value, PluginError> {
-        self.request_with(request, timeout, cancel, true).await
-    }
-
-    /// [`ProcessPlugin::request`]; `wait` says whether a start waits out the backoff.
+    /// Sends a request and waits for its answer, its timeout or its cancellation; `wait`
+    /// says whether a start waits out the backoff.
     async fn request_with(
         self: &Arc<Self>,
         request: HostRequest,
@@ -273,11 +283,28 @@ impl ProcessPlugin {
         cancel: Option<CancellationToken>,
         wait: bool,
     ) -> Result<Value, PluginError> {
+        self.request_asking(request, timeout, cancel, wait, None).await
+    }
+
+    /// [`ProcessPlugin::request_with`] for a `tool/call` whose tool and approver
+    /// (`asks`) answer the plugin's `host/approve` while it runs.
+    async fn request_asking(
+        self: &Arc<Self>,
+        request: HostRequest,
+        timeout: Duration,
+        cancel: Option<CancellationToken>,
+        wait: bool,
+        asks: Option<(String, Option<Arc<dyn Approver>>)>,
+    ) -> Result<Value, PluginError> {
         let method = request.method();
         let connection = self.connected(wait).await?;
         let id = connection.next_id.fetch_add(1, Ordering::Relaxed);
         let (tx, rx) = oneshot::channel();
         connection.pending.lock().unwrap_or_else(|p| p.into_inner()).insert(id, tx);
+        let _asking = asks.map(|asks| {
+            connection.approvers.lock().unwrap_or_else(|p| p.into_inner()).insert(id, asks);
+            ForgetApprover { approvers: Arc::clone(&connection.approvers), id }
+        });
         if let Err(e) = self.write(&connection, &Outgoing::HostRequest(RequestId::Number(id), request)).await {
             connection.pending.lock().unwrap_or_else(|p| p.into_inner()).remove(&id);
             return Err(e);
@@ -371,8 +398,10 @@ impl ProcessPlugin {
 
     async fn start(self: &Arc<Self>) -> Result<Arc<Connection>, PluginError> {
         let name = self.config.name.clone();
-        let mut command =
-            plugin_command(&self.config.command, &self.config.args, &self.config.env, self.config.cwd.as_deref());
+        let unset = |e: SettingError| PluginError::Start { plugin: name.clone(), reason: e.to_string() };
+        let env = resolve_env(&self.config.env, &host_environment).map_err(unset)?;
+        let settings = resolve_settings(&self.config.settings, &host_environment).map_err(unset)?;
+        let mut command = plugin_command(&self.config.command, &self.config.args, &env, self.config.cwd.as_deref());
         command.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped()).kill_on_drop(true);
         let mut child = command.spawn().map_err(|e| PluginError::Start {
             plugin: name.clone(),
@@ -385,6 +414,7 @@ impl ProcessPlugin {
         let connection = Arc::new(Connection {
             stdin: Arc::new(Mutex::new(stdin)),
             pending: Arc::new(StdMutex::new(HashMap::new())),
+            approvers: Arc::default(),
             next_id: AtomicU64::new(1),
             dead: CancellationToken::new(),
             retired: CancellationToken::new(),
@@ -399,6 +429,7 @@ impl ProcessPlugin {
             Arc::clone(&connection.pending),
             PluginRequests {
                 stdin: Arc::clone(&connection.stdin),
+                approvers: Arc::clone(&connection.approvers),
                 net: self.config.net.clone(),
                 running: Arc::default(),
                 dead: connection.dead.clone(),
@@ -410,13 +441,24 @@ impl ProcessPlugin {
         let init = HostRequest::Initialize(InitializeParams {
             protocol_version: PROTOCOL_VERSION.into(),
             host: HostInfo { name: "codemode".into(), version: env!("CARGO_PKG_VERSION").into() },
+            settings,
         });
         let id = connection.next_id.fetch_add(1, Ordering::Relaxed);
         let (tx, rx) = oneshot::channel();
         connection.pending.lock().unwrap_or_else(|p| p.into_inner()).insert(id, tx);
         self.write(&connection, &Outgoing::HostRequest(RequestId::Number(id), init)).await?;
         match tokio::time::timeout(SETUP_TIMEOUT, rx).await {
-            Ok(Ok(Ok(_))) => Ok(connection),
+            Ok(Ok(Ok(answer))) => {
+                // What the plugin's definitions ask for that it cannot honour.
+                let notes = serde_json::from_value::<InitializeResult>(answer).map(|r| r.notes).unwrap_or_default();
+                for note in &notes {
+                    tracing::warn!("plugin {name}: {note}");
+                }
+                if let Ok(mut kept) = self.notes.lock() {
+                    *kept = notes;
+                }
+                Ok(connection)
+            }
             Ok(Ok(Err(e))) => Err(e),
             Ok(Err(_)) => Err(PluginError::Gone { plugin: name, reason: "it exited during initialize".into() }),
             Err(_) => Err(PluginError::Timeout {
@@ -425,6 +467,18 @@ impl ProcessPlugin {
                 seconds: SETUP_TIMEOUT.as_secs_f64(),
             }),
         }
+    }
+}
+
+/// Forgets a call's approver when the call is over.
+struct ForgetApprover {
+    approvers: Approvers,
+    id: u64,
+}
+
+impl Drop for ForgetApprover {
+    fn drop(&mut self) {
+        self.approvers.lock().unwrap_or_else(|p| p.into_inner()).remove(&self.id);
     }
 }
 
@@ -551,6 +605,8 @@ async fn read_answers(
 /// Requests and notifications the plugin sends the host (`host/fetch`, `host/cancel`).
 struct PluginRequests {
     stdin: Stdin,
+    /// Who answers the running calls' `host/approve`.
+    approvers: Approvers,
     net: Option<Arc<NetAccess>>,
     /// Requests being served, by id, so `host/cancel` can stop them.
     running: Arc<StdMutex<HashMap<RequestId, CancellationToken>>>,
@@ -601,12 +657,46 @@ impl PluginRequests {
                     let _ = write_line(&stdin, &dead, &Outgoing::Answer(id, answer)).await;
                 });
             }
-            PluginRequest::Approve(_) => {
-                let refused = ApproveResult {
-                    approved: false,
-                    reason: Some("this host asks no one to approve what plugins do yet".into()),
+            PluginRequest::Approve(params) => {
+                let running = match &params.call {
+                    RequestId::Number(call) => {
+                        self.approvers.lock().unwrap_or_else(|p| p.into_inner()).get(call).cloned()
+                    }
+                    RequestId::Text(_) => None,
                 };
-                self.reply(id, Ok(serde_json::to_value(refused).unwrap_or(Value::Null)))
+                let refused = |reason: String| ApproveResult { approved: false, reason: Some(reason) };
+                let (tool, approver) = match running {
+                    None => {
+                        let answer = refused(format!(
+                            "tool/call {} is not running, so there is nothing to approve",
+                            params.call
+                        ));
+                        return self.reply(id, Ok(serde_json::to_value(answer).unwrap_or(Value::Null)));
+                    }
+                    Some((_, None)) => {
+                        let answer = refused("nobody can be asked here: a person approves through the MCP server's client (codemode mcp or codemode serve)".into());
+                        return self.reply(id, Ok(serde_json::to_value(answer).unwrap_or(Value::Null)));
+                    }
+                    Some((tool, Some(approver))) => (tool, approver),
+                };
+                let question = ApprovalQuestion {
+                    plugin: plugin.to_string(),
+                    tool,
+                    message: params.message,
+                    details: params.details,
+                };
+                let token = self.dead.child_token();
+                self.running.lock().unwrap_or_else(|p| p.into_inner()).insert(id.clone(), token.clone());
+                let (stdin, running, dead) = (Arc::clone(&self.stdin), Arc::clone(&self.running), self.dead.clone());
+                tokio::spawn(async move {
+                    let answer = tokio::select! {
+                        answer = approver.ask(question) => answer,
+                        () = token.cancelled() => return,
+                    };
+                    running.lock().unwrap_or_else(|p| p.into_inner()).remove(&id);
+                    let answer = Ok(serde_json::to_value(answer).unwrap_or(Value::Null));
+                    let _ = write_line(&stdin, &dead, &Outgoing::Answer(id, answer)).await;
+                });
             }
         }
     }

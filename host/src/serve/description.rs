@@ -17,7 +17,7 @@ pub fn execute_description(catalog: &Catalog, limits: &Limits, output_bytes: usi
         .plugins()
         .flat_map(|(plugin, tools)| {
             tools
-                .filter(|t| t.definition.requires_approval)
+                .filter(|t| !t.definition.requires_approval.is_never())
                 .map(|t| format!("tools.{plugin}.{}", t.definition.name))
                 .collect::<Vec<_>>()
         })
@@ -89,7 +89,7 @@ mod tests {
             "Deletes a note.",
             json!({ "type": "object", "properties": { "id": { "type": "integer" } }, "required": ["id"] }),
         );
-        approve.requires_approval = true;
+        approve.requires_approval = crate::tool::Approval::Always;
         Catalog::new()
             .with("weather", Tool::from_fn(ToolDefinition::new("forecast", "Forecast for a city.", json!({ "type": "object", "properties": { "city": { "type": "string" } }, "required": ["city"] })), |_, _| async { ToolResult::text("x") }))
             .unwrap()

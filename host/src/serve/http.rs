@@ -284,7 +284,7 @@ pub async fn serve(
     let mut sessions = LocalSessionManager::default();
     sessions.session_config.keep_alive = Some(options.session_idle);
     let sessions = Arc::new(sessions);
-    let service = StreamableHttpService::new(move || Ok(server.clone()), Arc::clone(&sessions), config);
+    let service = StreamableHttpService::new(move || Ok(server.for_new_session()), Arc::clone(&sessions), config);
     let options = Arc::new(options);
     let connections = Arc::new(Connections::default());
     let tls = options.tls.clone().map(tokio_rustls::TlsAcceptor::from);

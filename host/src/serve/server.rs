@@ -35,17 +35,28 @@ use crate::config::{ServerConfig, ServerMode};
 use crate::executor::{CallHooks, Executor, Program};
 use crate::limits::Limits;
 use crate::outcome::{Outcome, OutcomeKind};
-use crate::tool::{CallContext, Caller, Content, Tool, ToolResult};
+use crate::tool::{
+    Approval, ApprovalAnswer, ApprovalQuestion, Approver, CallContext, Caller, Content, Tool, ToolResult,
+};
 
 /// The name of the code-mode tool.
 pub const EXECUTE: &str = "execute";
 /// Separates plugin and tool in separate tools mode (`notes__add-note`).
 pub const SEPARATOR: &str = "__";
 
-/// The MCP server. Cheap to clone: every HTTP session gets a clone.
+/// The MCP server. Cheap to clone; every HTTP session gets its own
+/// ([`CodemodeServer::for_new_session`]).
 #[derive(Clone)]
 pub struct CodemodeServer {
     shared: Arc<Shared>,
+    session: Arc<Session>,
+}
+
+/// What one MCP session remembers.
+#[derive(Default)]
+struct Session {
+    /// Tools approved "once" in this session (`plugin`, `tool`): later calls run.
+    approved_once: std::sync::Mutex<std::collections::HashSet<(String, String)>>,
 }
 
 struct Shared {
@@ -62,7 +73,13 @@ impl CodemodeServer {
     pub fn new(executor: Arc<Executor>, limits: Limits, config: ServerConfig, rules: &str) -> Self {
         let instructions = instructions(rules, config.mode == ServerMode::Code);
         let programs = Semaphore::new(config.max_concurrent_programs.max(1));
-        Self { shared: Arc::new(Shared { executor, limits, config, instructions, programs }) }
+        Self { shared: Arc::new(Shared { executor, limits, config, instructions, programs }), session: Arc::default() }
+    }
+
+    /// The server for a new session: the same tools and programs, with nothing the
+    /// last session remembered (its "once" approvals).
+    pub fn for_new_session(&self) -> Self {
+        Self { shared: Arc::clone(&self.shared), session: Arc::default() }
     }
 
     /// The tools the agent sees now.
@@ -82,7 +99,12 @@ impl CodemodeServer {
             ServerMode::Tools => {
                 let tools: Vec<McpTool> = catalog
                     .plugins()
-                    .flat_map(|(plugin, tools)| tools.map(move |t| separate_tool(plugin, t)).collect::<Vec<_>>())
+                    .flat_map(|(plugin, tools)| {
+                        tools
+                            .filter(|t| !t.definition.hidden)
+                            .map(move |t| separate_tool(plugin, t))
+                            .collect::<Vec<_>>()
+                    })
                     .collect();
                 usable_separate_tools(tools)
             }
@@ -107,7 +129,8 @@ impl CodemodeServer {
             },
             () = ctx.ct.cancelled() => return CallToolResult::error(vec![ContentBlock::text("the program was cancelled before it started")]),
         };
-        let (hooks, progress_sent) = Hooks::new(ctx.peer.clone(), ctx.meta.get_progress_token());
+        let (hooks, progress_sent) =
+            Hooks::new(ctx.peer.clone(), ctx.meta.get_progress_token(), Arc::clone(&self.session));
         let caller = Caller { call_id: Some(request_id(&ctx)), ..Caller::default() };
         let program = Program::new(code)
             .limits(self.shared.limits)
@@ -149,7 +172,8 @@ impl CodemodeServer {
             ));
         };
         let input = Value::Object(arguments.unwrap_or_default());
-        let (hooks, _) = Hooks::new(ctx.peer.clone(), None);
+        let (hooks, _) = Hooks::new(ctx.peer.clone(), None, Arc::clone(&self.session));
+        let hooks = Arc::new(hooks);
         let checked = tool.check_input(&format!("{plugin}.{}", tool.definition.name), &input);
         if let Err(why) = checked {
             return Ok(CallToolResult::error(vec![ContentBlock::text(why)]));
@@ -163,6 +187,7 @@ impl CodemodeServer {
             call_id: 0,
             caller: Arc::new(Caller { call_id: Some(request_id(&ctx)), ..Caller::default() }),
             cancel: ctx.ct.clone(),
+            approver: Some(hooks as Arc<dyn Approver>),
         };
         Ok(match tool.run_validated(input, context).await {
             Ok(result) => tool_result(result, self.shared.config.output_bytes),
@@ -286,8 +311,12 @@ fn usable_separate_tools(tools: Vec<McpTool>) -> Vec<McpTool> {
 fn separate_tool(plugin: &str, tool: &Tool) -> McpTool {
     let d = &tool.definition;
     let mut description = d.description.clone();
-    if d.requires_approval {
-        description.push_str("\n\nEach call asks a person to approve it first.");
+    match d.requires_approval {
+        Approval::Never => {}
+        Approval::Always => description.push_str("\n\nEach call asks a person to approve it first."),
+        Approval::OncePerSession => {
+            description.push_str("\n\nThe first call of a session asks a person to approve it.")
+        }
     }
     let mut t = McpTool::new(separate_name(plugin, &d.name), description, object(d.input_schema.clone()));
     t.title = d.title.clone();
@@ -335,6 +364,7 @@ pub fn program_result(outcome: &Outcome, cap: usize) -> CallToolResult {
 /// Approvals before and progress after each tool call of one request.
 struct Hooks {
     peer: Peer<RoleServer>,
+    session: Arc<Session>,
     /// Progress notifications, in order, to the one task that sends them (when the
     /// client asked for progress).
     progress: Option<tokio::sync::mpsc::UnboundedSender<ProgressNotificationParam>>,
@@ -349,6 +379,7 @@ impl Hooks {
     fn new(
         peer: Peer<RoleServer>,
         progress_token: Option<ProgressToken>,
+        session: Arc<Session>,
     ) -> (Self, Option<tokio::task::JoinHandle<()>>) {
         let (progress, sent) = match &progress_token {
             None => (None, None),
@@ -365,16 +396,38 @@ impl Hooks {
                 (Some(tx), Some(sent))
             }
         };
-        (Self { peer, progress, progress_token, finished: AtomicU64::new(0) }, sent)
+        (Self { peer, session, progress, progress_token, finished: AtomicU64::new(0) }, sent)
     }
 }
 
 impl CallHooks for Hooks {
     fn before(&self, plugin: &str, tool: &Tool, input: &Value) -> BoxFuture<'static, Result<(), String>> {
-        if !tool.definition.requires_approval {
+        let key = (plugin.to_string(), tool.definition.name.clone());
+        let once = match tool.definition.requires_approval {
+            Approval::Never => return Box::pin(async { Ok(()) }),
+            Approval::Always => false,
+            Approval::OncePerSession => true,
+        };
+        let session = Arc::clone(&self.session);
+        if once && session.approved_once.lock().is_ok_and(|approved| approved.contains(&key)) {
             return Box::pin(async { Ok(()) });
         }
-        Box::pin(Approvals::ask(self.peer.clone(), plugin.to_string(), tool.definition.name.clone(), input.clone()))
+        let asked = Approvals::ask_to_run(
+            self.peer.clone(),
+            plugin.to_string(),
+            tool.definition.name.clone(),
+            input.clone(),
+            tool.definition.approval_reason.clone(),
+        );
+        Box::pin(async move {
+            asked.await?;
+            if once {
+                if let Ok(mut approved) = session.approved_once.lock() {
+                    approved.insert(key);
+                }
+            }
+            Ok(())
+        })
     }
 
     fn after(&self, plugin: &str, tool: &str, ok: bool) {
@@ -385,35 +438,87 @@ impl CallHooks for Hooks {
     }
 }
 
+impl Approver for Hooks {
+    fn ask(&self, question: ApprovalQuestion) -> BoxFuture<'static, ApprovalAnswer> {
+        Box::pin(Approvals::ask_for_plugin(self.peer.clone(), question))
+    }
+}
+
 /// Asking a person to approve a call, through MCP elicitation.
 pub struct Approvals;
+
+/// What the person said, or why nobody could be asked.
+enum Asked {
+    Accepted,
+    Declined,
+    Cancelled,
+    CannotAsk,
+    Failed(String),
+}
 
 impl Approvals {
     /// Asks the client's person whether `plugin.tool` may run with `input`. `Err` is the
     /// message the call rejects with: declined, or the client cannot ask.
-    pub async fn ask(peer: Peer<RoleServer>, plugin: String, tool: String, input: Value) -> Result<(), String> {
+    pub async fn ask_to_run(
+        peer: Peer<RoleServer>,
+        plugin: String,
+        tool: String,
+        input: Value,
+        reason: Option<String>,
+    ) -> Result<(), String> {
         let name = format!("tools.{plugin}.{tool}");
-        let can_ask = peer.peer_info().is_some_and(|info| info.capabilities.elicitation.is_some());
-        if !can_ask {
-            return Err(format!(
-                "{name} needs a person's approval for each call, but this MCP client cannot ask (it does not support elicitation). Use a client that supports elicitation, or remove the tool from `require_approval` in plugin {plugin}'s configuration entry"
-            ));
-        }
         let shown = serde_json::to_string_pretty(&input).unwrap_or_default();
+        let why = reason.map(|r| format!(" ({r})")).unwrap_or_default();
         let message = format!(
-            "Allow the tool {tool} of plugin {plugin} to run with this input?\n\n{}",
+            "Allow the tool {tool} of plugin {plugin}{why} to run with this input?\n\n{}",
             cut_text(&shown, 4096).text
         );
-        let schema = ElicitationSchema::from_json_schema(object(json!({ "type": "object", "properties": {} })))
-            .map_err(|e| format!("asking for approval of {name} failed: {e}"))?;
+        match Self::elicit(&peer, message).await {
+            Asked::Accepted => Ok(()),
+            Asked::Declined => Err(format!("the person declined the call to {name}")),
+            Asked::Cancelled => Err(format!("the person cancelled the approval of {name}, so it did not run")),
+            Asked::CannotAsk => Err(format!(
+                "{name} needs a person's approval, but this MCP client cannot ask (it does not support elicitation). Use a client that supports elicitation, or remove the tool from `require_approval` in plugin {plugin}'s configuration entry"
+            )),
+            Asked::Failed(e) => Err(format!("asking for approval of {name} failed: {e}")),
+        }
+    }
+
+    /// Asks the client's person what a plugin asked during a call (`host/approve`).
+    pub async fn ask_for_plugin(peer: Peer<RoleServer>, question: ApprovalQuestion) -> ApprovalAnswer {
+        let mut message =
+            format!("The tool {} of plugin {} asks: {}", question.tool, question.plugin, question.message.trim());
+        if let Some(details) = &question.details {
+            let shown = serde_json::to_string_pretty(details).unwrap_or_default();
+            message.push_str(&format!("\n\n{}", cut_text(&shown, 4096).text));
+        }
+        let refused = |reason: String| ApprovalAnswer { approved: false, reason: Some(reason) };
+        match Self::elicit(&peer, message).await {
+            Asked::Accepted => ApprovalAnswer { approved: true, reason: None },
+            Asked::Declined => refused("the person declined".into()),
+            Asked::Cancelled => refused("the person cancelled the question".into()),
+            Asked::CannotAsk => refused("nobody can be asked: this MCP client does not support elicitation".into()),
+            Asked::Failed(e) => refused(format!("asking the person failed: {e}")),
+        }
+    }
+
+    async fn elicit(peer: &Peer<RoleServer>, message: String) -> Asked {
+        let can_ask = peer.peer_info().is_some_and(|info| info.capabilities.elicitation.is_some());
+        if !can_ask {
+            return Asked::CannotAsk;
+        }
+        let schema = match ElicitationSchema::from_json_schema(object(json!({ "type": "object", "properties": {} }))) {
+            Ok(schema) => schema,
+            Err(e) => return Asked::Failed(e.to_string()),
+        };
         let request = ElicitRequestParams::FormElicitationParams { meta: None, message, requested_schema: schema };
         match peer.create_elicitation(request).await {
             Ok(answer) => match answer.action {
-                ElicitationAction::Accept => Ok(()),
-                ElicitationAction::Decline => Err(format!("the person declined the call to {name}")),
-                _ => Err(format!("the person cancelled the approval of {name}, so it did not run")),
+                ElicitationAction::Accept => Asked::Accepted,
+                ElicitationAction::Decline => Asked::Declined,
+                _ => Asked::Cancelled,
             },
-            Err(e) => Err(format!("asking for approval of {name} failed: {e}")),
+            Err(e) => Asked::Failed(e.to_string()),
         }
     }
 }

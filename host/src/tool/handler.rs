@@ -25,6 +25,37 @@ pub struct CallContext {
     pub caller: Arc<Caller>,
     /// Cancelled when the program ends, hits a limit or is cancelled.
     pub cancel: CancellationToken,
+    /// Who can ask a person to allow something the call wants to do (a plugin's
+    /// `host/approve`); `None` when nobody can be asked.
+    pub approver: Option<Arc<dyn Approver>>,
+}
+
+/// What a plugin asks a person to allow during a call (`host/approve`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct ApprovalQuestion {
+    /// The plugin.
+    pub plugin: String,
+    /// The tool whose call asks.
+    pub tool: String,
+    /// The question, in a sentence or two.
+    pub message: String,
+    /// What the plugin wants to do, for the person to read.
+    pub details: Option<Value>,
+}
+
+/// The person's answer (`host/approve`'s result).
+pub type ApprovalAnswer = protocol::plugin::ApproveResult;
+
+/// Asks a person to allow something a tool call wants to do.
+pub trait Approver: Send + Sync + 'static {
+    /// The person's answer; a refusal when nobody could be asked says why.
+    fn ask(&self, question: ApprovalQuestion) -> BoxFuture<'static, ApprovalAnswer>;
+}
+
+impl std::fmt::Debug for dyn Approver {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Approver")
+    }
 }
 
 /// Who runs a program: passed to every tool call's context. Every field is optional.

@@ -24,9 +24,10 @@ use futures::FutureExt;
 use serde_json::Value;
 
 pub use catalog::{is_valid_name, Catalog, CatalogError, Recover, Unavailable};
-pub use handler::{CallContext, Caller, FnTool, ToolHandler};
+pub use handler::{ApprovalAnswer, ApprovalQuestion, Approver, CallContext, Caller, FnTool, ToolHandler};
 pub use protocol::mcp::{
-    Annotations, CallToolResult as ToolResult, Content, ResourceContents, Tool as ToolDefinition, ToolAnnotations,
+    Annotations, Approval, CallToolResult as ToolResult, Content, ResourceContents, Tool as ToolDefinition,
+    ToolAnnotations,
 };
 use schema::Schemas;
 

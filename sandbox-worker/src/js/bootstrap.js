@@ -9,7 +9,7 @@
 // Whatever a program throws, rejects or leaves behind ends in an outcome the driver
 // reports itself (`op_codemode_finish`): no exception of the program reaches
 // deno_core's error conversion, which cannot describe every value.
-const { defineValue, describeThrown, isEngineInternal, keepOnlyGlobals, makeConsole, setLine1Prefix } = common;
+const { defineValue, describeThrown, isEngineInternal, keepOnlyGlobals, makeConsole, setProgramInsertions } = common;
 const core = globalThis.Deno.core;
 const {
   op_codemode_tool_call: opToolCall,
@@ -49,8 +49,8 @@ const {
   TypeError: ProgramTypeError,
 } = primordials;
 
-/** The `program.js:1:C` columns a stack shows include the wrapper's prefix; set per program. */
-let line1Prefix = 0;
+/** Text the runtime inserted into the program, `[line, at, by, ...]`; set per program. */
+let insertions = [];
 
 // ------------------------------------------------------------------ console
 const consoleObject = makeConsole((level, text) => opConsole(level, text));
@@ -252,7 +252,7 @@ function finishValue(value) {
       return v;
     });
   } catch (e) {
-    const described = describeThrown(e, line1Prefix);
+    const described = describeThrown(e, insertions);
     if (described.internal) return opOutOfMemory();
     return opFinish("unserializable", `the returned value cannot be written as JSON: ${described.message}`);
   }
@@ -262,7 +262,7 @@ function finishValue(value) {
 
 /** Reports what the program threw (or a promise it left behind rejected with). */
 function finishThrown(value, kind) {
-  const described = describeThrown(value, line1Prefix);
+  const described = describeThrown(value, insertions);
   if (described.internal) return opOutOfMemory();
   const failure = {
     __proto__: null,
@@ -295,13 +295,13 @@ function drive(program) {
 
 function start(program) {
   const spec = opProgram();
-  line1Prefix = spec.line1_prefix;
-  setLine1Prefix(line1Prefix);
+  insertions = spec.positions;
+  setProgramInsertions(insertions);
   const tools = buildTools(spec.catalog);
   defineValue(globalThis, "tools", tools);
   const onThrown = (e) => finishThrown(e, "threw");
   const onValue = (value) => {
-    if (spec.expression && typeof value === "function") {
+    if (spec.calls_function_value && typeof value === "function") {
       let next;
       try {
         next = ReflectApply(value, undefined, [tools]);
@@ -327,8 +327,8 @@ opRegisterDriver(drive);
 // Rust describes what a program's top-level code threw while it was compiled (a
 // program may close its wrapper and run code there) with this, never with deno_core's
 // conversion.
-opRegisterDescriber((value, prefix) => {
-  const described = describeThrown(value, prefix);
+opRegisterDescriber((value, compiledInsertions) => {
+  const described = describeThrown(value, compiledInsertions);
   return JSONStringify({
     __proto__: null,
     name: described.name,

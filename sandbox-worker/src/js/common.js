@@ -25,7 +25,6 @@ const common = (function () {
     JSONStringify,
     MathMin,
     MathMax,
-    NumberParseInt,
     ObjectCreate,
     ObjectDefineProperty,
     ObjectGetPrototypeOf,
@@ -119,31 +118,49 @@ const common = (function () {
   }
 
   /**
-   * The program's first `program.js:LINE:COLUMN` in a stack, as numbers. Columns on
-   * line 1 lose the wrapper's prefix.
+   * Reads the decimal number at `text[from]`: `{ value, end }`, `value` -1 when there
+   * are no digits there. (An object, not an array: destructuring an array calls
+   * `Array.prototype[Symbol.iterator]`, which a program may have replaced.)
    */
-  function positionIn(stack, line1Prefix) {
+  function numberAt(text, from) {
+    let n = 0, i = from;
+    for (; i < text.length; i++) {
+      const c = StringPrototypeCharCodeAt(text, i);
+      if (c < 48 || c > 57) break;
+      n = n * 10 + (c - 48);
+    }
+    return { __proto__: null, value: i > from ? n : -1, end: i };
+  }
+
+  /** The program's first `program.js:LINE:COLUMN` in a (cleaned) stack, as numbers. */
+  function positionIn(stack) {
     const marker = "program.js:";
     const at = StringPrototypeIndexOf(stack, marker);
     if (at < 0) return undefined;
-    let i = at + marker.length;
-    const readNumber = () => {
-      let n = 0, digits = 0;
-      for (; i < stack.length; i++) {
-        const c = StringPrototypeCharCodeAt(stack, i);
-        if (c < 48 || c > 57) break;
-        n = n * 10 + (c - 48);
-        digits++;
-      }
-      return digits ? n : -1;
-    };
-    const line = readNumber();
-    if (line < 0 || StringPrototypeCharCodeAt(stack, i) !== 58 /* : */) return undefined;
-    i++;
-    const column = readNumber();
-    if (column < 0) return undefined;
-    return { __proto__: null, line, column: line === 1 ? MathMax(1, column - line1Prefix) : column };
+    const line = numberAt(stack, at + marker.length);
+    if (line.value < 0 || StringPrototypeCharCodeAt(stack, line.end) !== 58 /* : */) return undefined;
+    const column = numberAt(stack, line.end + 1);
+    if (column.value < 0) return undefined;
+    return { __proto__: null, line: line.value, column: column.value };
   }
+
+  /**
+   * The program's own column for `column` on `line` of the compiled program:
+   * `insertions` is `[line, at, by, ...]`, text the runtime inserted (the wrapper's
+   * prefix on line 1, a `return`); a position inside inserted text maps to where it
+   * was inserted. The same rule as `Positions::column` in `source.rs`.
+   */
+  function programColumn(insertions, line, column) {
+    // Right to left: the insertions are listed in source order.
+    for (let i = insertions.length - 3; i >= 0; i -= 3) {
+      if (insertions[i] !== line) continue;
+      const at = insertions[i + 1], by = insertions[i + 2];
+      if (column >= at + by) column -= by;
+      else if (column >= at) column = at;
+    }
+    return MathMax(1, column);
+  }
+
 
   /**
    * `text` split at each newline. (`String.prototype.split` looks up
@@ -164,27 +181,24 @@ const common = (function () {
 
   /**
    * A stack as the program's author reads it: no frames of codemode's own scripts, and
-   * columns on line 1 without the wrapper's prefix.
+   * every `program.js:LINE:COLUMN` without the text the runtime inserted.
    */
-  function cleanStack(stack, line1Prefix) {
+  function cleanStack(stack, insertions) {
     const lines = splitLines(stack);
     const kept = [];
+    const marker = "program.js:";
     for (let i = 0; i < lines.length; i++) {
       let line = lines[i];
       if (StringPrototypeIndexOf(line, "codemode:") >= 0) continue;
-      const marker = "program.js:1:";
       const at = StringPrototypeIndexOf(line, marker);
       if (at >= 0) {
-        const start = at + marker.length;
-        let end = start;
-        while (end < line.length) {
-          const c = StringPrototypeCharCodeAt(line, end);
-          if (c < 48 || c > 57) break;
-          end++;
-        }
-        if (end > start) {
-          const column = NumberParseInt(StringPrototypeSlice(line, start, end), 10);
-          line = `${StringPrototypeSlice(line, 0, start)}${MathMax(1, column - line1Prefix)}${StringPrototypeSlice(line, end)}`;
+        const number = numberAt(line, at + marker.length);
+        if (number.value >= 0 && StringPrototypeCharCodeAt(line, number.end) === 58 /* : */) {
+          const column = numberAt(line, number.end + 1);
+          if (column.value >= 0) {
+            const mapped = programColumn(insertions, number.value, column.value);
+            line = `${StringPrototypeSlice(line, 0, number.end + 1)}${mapped}${StringPrototypeSlice(line, column.end)}`;
+          }
         }
       }
       ArrayPrototypePush(kept, line);
@@ -193,12 +207,12 @@ const common = (function () {
   }
 
   /**
-   * How many characters of line 1 of `program.js` belong to the wrapper around the
-   * program (set per program by the program runtime; 0 elsewhere).
+   * Text the runtime inserted into the program it compiled, `[line, at, by, ...]` (set
+   * per program by the program runtime; none elsewhere).
    */
-  let programLine1Prefix = 0;
-  function setLine1Prefix(prefix) {
-    programLine1Prefix = prefix;
+  let programInsertions = [];
+  function setProgramInsertions(insertions) {
+    programInsertions = insertions;
   }
 
   /**
@@ -207,7 +221,7 @@ const common = (function () {
    * `internal` is true for an engine-internal value, which the caller reports as the
    * memory limit: QuickJS throws one when a native allocation fails.
    */
-  function describeThrown(value, line1Prefix = programLine1Prefix) {
+  function describeThrown(value, insertions = programInsertions) {
     if (isEngineInternal(value)) {
       return { __proto__: null, name: "InternalError", message: "an allocation failed", internal: true };
     }
@@ -225,24 +239,24 @@ const common = (function () {
     };
     // Cut before cleaning: a 30 MiB message makes a 30 MiB stack, and only the first
     // MAX_STACK_CHARS are kept anyway.
-    let stackText = typeof stack.value === "string" ? cleanStack(cut(stack.value, MAX_STACK_CHARS), line1Prefix) : "";
-    const position = stackText ? positionIn(stackText, 0) : undefined;
+    let stackText = typeof stack.value === "string" ? cleanStack(cut(stack.value, MAX_STACK_CHARS), insertions) : "";
+    const position = stackText ? positionIn(stackText) : undefined;
     if (position) {
       report.line = position.line;
       report.column = position.column;
     }
-    stackText += causes(value, line1Prefix, 0);
+    stackText += causes(value, insertions, 0);
     if (stackText) report.stack = cut(stackText, MAX_STACK_CHARS);
     return report;
   }
 
   /** The causes of an error (`cause`, and an AggregateError's `errors`), as stack lines. */
-  function causes(error, line1Prefix, depth) {
+  function causes(error, insertions, depth) {
     if (depth >= MAX_CAUSES) return "";
     let text = "";
     const cause = guardedGet(error, "cause");
     if (cause.ok && cause.value !== undefined) {
-      const described = describeThrown(cause.value, line1Prefix);
+      const described = describeThrown(cause.value, insertions);
       text += `\nCaused by: ${described.name ? `${described.name}: ` : ""}${cut(described.message, 1024)}`;
     }
     const errors = guardedGet(error, "errors");
@@ -251,7 +265,7 @@ const common = (function () {
       const shown = MathMin(list.length, MAX_CAUSES);
       for (let i = 0; i < shown; i++) {
         const item = guardedGet(list, i);
-        const described = describeThrown(item.value, line1Prefix);
+        const described = describeThrown(item.value, insertions);
         text += `\n  [${i}] ${described.name ? `${described.name}: ` : ""}${cut(described.message, 1024)}`;
       }
       if (list.length > shown) text += `\n  ... ${list.length - shown} more`;
@@ -380,7 +394,7 @@ const common = (function () {
     const remaining = ReflectOwnKeys(globalThis);
     for (let i = 0; i < remaining.length; i++) {
       const key = remaining[i];
-      if (typeof key === "string" && (SetPrototypeHas(LANGUAGE_GLOBALS, key) || SetPrototypeHas(wanted, key))) continue;
+      if ((typeof key === "string" && SetPrototypeHas(LANGUAGE_GLOBALS, key)) || SetPrototypeHas(wanted, key)) continue;
       ArrayPrototypePush(left, typeof key === "string" ? key : "a symbol");
     }
     if (left.length) throw new ErrorCtor(`the global scope still holds names outside the allowlist after cleanup: ${ArrayPrototypeJoin(left, ", ")}`);
@@ -401,7 +415,7 @@ const common = (function () {
     isEngineInternal,
     keepOnlyGlobals,
     makeConsole,
-    setLine1Prefix,
+    setProgramInsertions,
     textOf,
   };
 })();

@@ -1,21 +1,26 @@
 // The JavaScript side of a plugin runtime, evaluated once before the plugin's modules
-// (after `common.js`, in the same function of `primordials`).
+// (after `common.js`, `plugin_schema.js`, `plugin_web.js` and `plugin_formats.js`, in
+// the same function of `primordials`).
 //
-// It takes the plugin ops out of Deno.core, builds `console`, `AbortController`,
-// `AbortSignal`, the `api` object and the `globalThis.tools` registry, keeps only the
-// globals of `PLUGIN_GLOBALS` (the ECMAScript language plus those), and registers the
-// driver that Rust calls with the main module's namespace. The driver calls
-// `activate(api)`, collects `globalThis.tools.<name>` registrations, then handles what
-// the Rust side delivers, one at a time: initialize, tools/list, a call, a
-// cancellation, and the answers to the plugin's own host/fetch and host/approve
-// requests. JSON-RPC itself (ids, lines, checking a result's shape) is Rust's job
-// (`plugin/ops.rs`), built on the typed messages of `protocol::plugin`.
+// It takes the plugin ops out of Deno.core and builds what the plugin's modules see: the
+// ECMAScript language plus `PLUGIN_GLOBALS` (console, the web pieces of
+// `plugin_web.js`, `process.env` with the plugin's settings, `crypto`'s random numbers,
+// `globalThis.tools` and, for seed-003 scripts, `host`), and a CommonJS runtime for the
+// packages that need it (`require`, reached by the ES module Rust writes in front of
+// each CommonJS file). Then it registers the driver, which Rust calls with the layout's
+// loaded modules: it runs the format's adapter (`activate(api)` here, the others in
+// `plugin_formats.js`), and then handles what the Rust side delivers, one at a time:
+// initialize, tools/list, a call, a cancellation, due timers, and the answers to the
+// plugin's own host/fetch and host/approve requests. JSON-RPC itself (ids, lines,
+// checking a result's shape) is Rust's job (`plugin/ops.rs`), built on the typed
+// messages of `protocol::plugin`.
 //
 // Everything here is built on primordials: after a plugin replaces
 // `Array.prototype.push`, `String.prototype` methods or `globalThis.Object`, its
 // console, its tool calls and the runtime's error messages still work.
 const { describeThrown, keepOnlyGlobals, makeConsole } = common;
 const core = globalThis.Deno.core;
+const evalContext = core.evalContext;
 const {
   op_plugin_register_driver: opRegisterDriver,
   op_plugin_setup: opSetup,
@@ -28,11 +33,13 @@ const {
   op_plugin_cancel_request: opCancelRequest,
   op_plugin_tools_changed: opToolsChanged,
   op_plugin_log: opLog,
+  op_plugin_require: opRequire,
+  op_plugin_module_source: opModuleSource,
+  op_plugin_random: opRandom,
 } = core.ops;
-const encodeText = core.encode;
-const decodeText = core.decode;
 
 const {
+  ArrayBufferIsView,
   ArrayIsArray,
   ArrayPrototypeJoin,
   ArrayPrototypePush,
@@ -42,99 +49,53 @@ const {
   MapPrototypeDelete,
   MapPrototypeForEach,
   MapPrototypeGet,
+  MapPrototypeGetSize,
   MapPrototypeHas,
   MapPrototypeSet,
-  ObjectEntries,
+  NumberPrototypeToString,
   ObjectFreeze,
   ObjectKeys,
   Promise: PromiseCtor,
-  PromiseReject,
+  PromiseAll,
   ReflectApply,
   RegExpPrototypeTest,
-  SafeArrayIterator,
   SafeMap,
   SafeRegExp,
-  SafeWeakMap,
   String: StringCtor,
-  StringPrototypeToLowerCase,
-  StringPrototypeToUpperCase,
+  StringPrototypeLastIndexOf,
+  StringPrototypePadStart,
+  StringPrototypeSlice,
   StringPrototypeTrim,
+  SymbolFor,
   TypeError: PluginTypeError,
-  WeakMapPrototypeGet,
-  WeakMapPrototypeSet,
+  Uint8Array: Uint8ArrayCtor,
 } = primordials;
 
 const setup = opSetup();
 const PLUGIN = setup.plugin;
+const FORMAT = setup.format;
 
 // ------------------------------------------------------------------ console
 const consoleObject = makeConsole((level, text) => opLog(level, text));
 
 /** A thrown value as one line: `TypeError: message`, or the message of a plain Error. */
 function messageOf(e) {
-  const described = describeThrown(e, 0);
+  const described = describeThrown(e, []);
   return described.name && described.name !== "Error" ? `${described.name}: ${described.message}` : described.message;
 }
 
-// --------------------------------------------------------- abort signalling
-function abortError(reason) {
-  const e = new PluginError(typeof reason === "string" ? reason : "the operation was aborted");
-  e.name = "AbortError";
-  return e;
+/** What touching a member codemode cannot offer does. */
+function unoffered(name) {
+  throw new PluginError(`codemode does not offer ${name}`);
 }
 
-const signalState = new SafeWeakMap();
-class AbortSignal {
-  constructor(key) {
-    if (key !== signalState) throw new PluginTypeError("AbortSignal is made by an AbortController");
-    WeakMapPrototypeSet(signalState, this, { __proto__: null, aborted: false, reason: undefined, listeners: [] });
-    this.onabort = null;
-  }
-  get aborted() { return WeakMapPrototypeGet(signalState, this).aborted; }
-  get reason() { return WeakMapPrototypeGet(signalState, this).reason; }
-  throwIfAborted() { if (this.aborted) throw this.reason; }
-  addEventListener(type, listener, options) {
-    if (type !== "abort" || typeof listener !== "function") return;
-    ArrayPrototypePush(WeakMapPrototypeGet(signalState, this).listeners, { __proto__: null, listener, once: !!(options && options.once) });
-  }
-  removeEventListener(type, listener) {
-    const state = WeakMapPrototypeGet(signalState, this);
-    const kept = [];
-    for (let i = 0; i < state.listeners.length; i++) {
-      if (state.listeners[i].listener !== listener) ArrayPrototypePush(kept, state.listeners[i]);
-    }
-    state.listeners = kept;
-  }
-  static abort(reason) {
-    const controller = new AbortController();
-    controller.abort(reason);
-    return controller.signal;
-  }
-}
-
-class AbortController {
-  #signal = new AbortSignal(signalState);
-  get signal() { return this.#signal; }
-  abort(reason) {
-    const signal = this.#signal;
-    const state = WeakMapPrototypeGet(signalState, signal);
-    if (state.aborted) return;
-    state.aborted = true;
-    state.reason = reason === undefined ? abortError() : reason;
-    const event = { type: "abort", target: signal };
-    const listeners = state.listeners;
-    state.listeners = [];
-    const run = (fn) => {
-      if (typeof fn !== "function") return;
-      try {
-        ReflectApply(fn, signal, [event]);
-      } catch (e) {
-        consoleObject.error("an abort listener threw:", e);
-      }
-    };
-    run(signal.onabort);
-    for (let i = 0; i < listeners.length; i++) run(listeners[i].listener);
-  }
+// ----------------------------------------------------------------- settings
+/** The plugin's settings (from its configuration entry), a fresh frozen copy each time. */
+function settingsObject() {
+  const copy = {};
+  const names = ObjectKeys(setup.settings);
+  for (let i = 0; i < names.length; i++) copy[names[i]] = setup.settings[names[i]];
+  return ObjectFreeze(copy);
 }
 
 // ------------------------------------------------- the plugin's own requests
@@ -162,85 +123,42 @@ function settleOwn(number, settle) {
   settle(waiter);
 }
 
-// -------------------------------------------------------------------- fetch
-class Headers {
-  #pairs;
-  constructor(pairs) {
-    const lowered = [];
-    for (let i = 0; i < pairs.length; i++) ArrayPrototypePush(lowered, [StringPrototypeToLowerCase(pairs[i][0]), pairs[i][1]]);
-    this.#pairs = lowered;
-  }
-  get(name) {
-    const wanted = StringPrototypeToLowerCase(StringCtor(name));
-    const found = [];
-    for (let i = 0; i < this.#pairs.length; i++) {
-      if (this.#pairs[i][0] === wanted) ArrayPrototypePush(found, this.#pairs[i][1]);
-    }
-    return found.length ? ArrayPrototypeJoin(found, ", ") : null;
-  }
-  has(name) { return this.get(name) !== null; }
-  entries() { return new SafeArrayIterator(this.#pairs); }
-  [primordials.SymbolIterator]() { return new SafeArrayIterator(this.#pairs); }
+const sendFetch = (params, signal) => awaitAnswer(opFetch(params), signal);
+const fetch = web.makeFetch("fetch", sendFetch);
+const apiFetch = web.makeFetch("api.net.fetch", sendFetch);
+
+// ------------------------------------------------------------------- crypto
+function getRandomValues(array) {
+  if (!ArrayBufferIsView(array)) throw new PluginTypeError("crypto.getRandomValues takes a typed array");
+  const bytes = opRandom(array.byteLength);
+  new Uint8ArrayCtor(array.buffer, array.byteOffset, array.byteLength).set(bytes);
+  return array;
 }
 
-class Response {
-  #text;
-  #bytes;
-  constructor(answer) {
-    this.status = answer.status;
-    this.statusText = answer.statusText;
-    this.ok = answer.status >= 200 && answer.status < 300;
-    this.url = answer.url;
-    this.headers = new Headers(answer.headers);
-    this.#text = answer.text;
-    this.#bytes = answer.bytes;
+function randomUUID() {
+  const b = opRandom(16);
+  b[6] = (b[6] & 0x0f) | 0x40;
+  b[8] = (b[8] & 0x3f) | 0x80;
+  let hex = "";
+  for (let i = 0; i < 16; i++) {
+    hex += StringPrototypePadStart(NumberPrototypeToString(b[i], 16), 2, "0");
+    if (i === 3 || i === 5 || i === 7 || i === 9) hex += "-";
   }
-  /** The body as text (a body that is not UTF-8 is decoded with replacement characters, as browsers do). */
-  async text() { return this.#text !== null ? this.#text : decodeText(this.#bytes); }
-  async json() { return JSONParse(await this.text()); }
-  async bytes() { return this.#bytes !== null ? this.#bytes : encodeText(this.#text); }
-  async arrayBuffer() { return (await this.bytes()).buffer; }
+  return hex;
 }
 
-/** The `headers` of a fetch's options as pairs: an array of pairs, a Headers, or an object. */
-function headerPairs(headers) {
-  const pairs = [];
-  if (!headers) return pairs;
-  let source;
-  if (ArrayIsArray(headers)) source = headers;
-  else if (headers instanceof Headers || typeof headers.entries === "function") {
-    source = [];
-    for (const pair of headers.entries()) ArrayPrototypePush(source, pair);
-  } else source = ObjectEntries(headers);
-  for (let i = 0; i < source.length; i++) ArrayPrototypePush(pairs, [StringCtor(source[i][0]), StringCtor(source[i][1])]);
-  return pairs;
-}
-
-async function fetch(url, init) {
-  if (setup.netHosts.length === 0) {
-    throw new PluginError(`api.net.fetch: plugin ${PLUGIN} has no network permission; add "net": { "hosts": ["api.example.com"], "reason": "…" } to the permissions in its manifest.json`);
-  }
-  const options = init || {};
-  if (options.body !== undefined && options.body !== null && typeof options.body !== "string") {
-    throw new PluginTypeError("api.net.fetch: `body` must be a string (use JSON.stringify for JSON)");
-  }
-  const signal = options.signal;
-  if (signal && signal.aborted) return PromiseReject(signal.reason);
-  const params = {
-    url: StringCtor(url),
-    method: StringPrototypeToUpperCase(StringCtor(options.method || "GET")),
-    headers: headerPairs(options.headers),
-    body: typeof options.body === "string" ? options.body : null,
-  };
-  return new Response(await awaitAnswer(opFetch(params), signal));
-}
+const cryptoObject = ObjectFreeze(formats.withUnoffered({ getRandomValues, randomUUID }, "crypto", ["subtle"], unoffered));
 
 // -------------------------------------------------------------------- tools
-/** name -> { definition, run } */
+/** name -> { definition, parseInput, parseOutput, shape, run } */
 const registry = new SafeMap();
 /** True once `initialize` was answered: later changes are announced. */
 let serving = false;
 const toolsChanged = () => { if (serving) opToolsChanged(); };
+/** Things the plugin's format asks for that codemode does not honour, said at load. */
+const notes = [];
+
+const TOOL_NAME = new SafeRegExp("^[A-Za-z0-9_-]{1,64}$");
 
 function mustProvide(what) {
   if (!setup.mayProvideTools) {
@@ -248,24 +166,74 @@ function mustProvide(what) {
   }
 }
 
-/** A plain-JSON copy of the definition's fields; the host checks them and names any field that is wrong. */
-function definitionOf(def) {
-  const fields = {
-    name: def.name,
-    description: def.description,
-    inputSchema: def.inputSchema,
-    outputSchema: def.outputSchema,
-    title: def.title,
-    annotations: def.annotations,
-    requiresApproval: def.requiresApproval === true ? true : undefined,
-  };
+/** A schema as the runtime needs it, or undefined when the tool has none. */
+function schemaOf(value, where, io) {
+  if (value === undefined || value === null) return undefined;
+  return schemas.toolSchema(value, where, io);
+}
+
+/** A plain-JSON copy of an optional field, or a TypeError naming it. */
+function plainJson(value, where) {
+  if (value === undefined) return undefined;
   try {
-    return JSONParse(JSONStringify(fields));
+    return JSONParse(JSONStringify(value));
   } catch (e) {
-    throw new PluginTypeError(`tool ${def.name}: its definition is not plain JSON: ${messageOf(e)}`);
+    throw new PluginTypeError(`${where} is not plain JSON: ${messageOf(e)}`);
   }
 }
 
+/**
+ * Adds one tool. `spec`: `{ name, where, description, input, inputWhere, output?,
+ * title?, annotations?, approval? ("always" | "once" | "never"), approvalReason?,
+ * hidden?, scope?, meta?, shape?, run(input, call) }`, with schemas in any form
+ * `plugin_schema.js` reads.
+ */
+function addTool(spec) {
+  const name = spec.name;
+  if (typeof name !== "string" || !RegExpPrototypeTest(TOOL_NAME, name)) {
+    throw new PluginTypeError(`${spec.where}: the tool name ${JSONStringify(name)} must be 1 to 64 letters, digits, _ or -`);
+  }
+  if (MapPrototypeHas(registry, name)) throw new PluginError(`plugin ${PLUGIN} already has a tool named ${name}; remove() it first`);
+  const input = schemaOf(spec.input, spec.inputWhere || `tool ${name}: inputSchema`, "input");
+  const output = schemaOf(spec.output, spec.outputWhere || `tool ${name}: outputSchema`, "output");
+  if (input && (input.jsonSchema === null || typeof input.jsonSchema !== "object" || input.jsonSchema.type !== "object")) {
+    throw new PluginTypeError(`${spec.inputWhere || `tool ${name}: inputSchema`} must describe an object (the input is always an object of named fields), for example z.object({ ... }) or { type: "object", properties: { ... } }`);
+  }
+  const definition = {
+    name,
+    description: spec.description,
+    inputSchema: input ? input.jsonSchema : { type: "object", properties: {} },
+    outputSchema: output ? output.jsonSchema : undefined,
+    title: plainJson(spec.title, `tool ${name}: title`),
+    annotations: plainJson(spec.annotations, `tool ${name}: annotations`),
+    requiresApproval: spec.approval === "always" || spec.approval === "once" ? spec.approval : undefined,
+    approvalReason: spec.approvalReason,
+    hidden: spec.hidden === true ? true : undefined,
+    scope: typeof spec.scope === "string" ? spec.scope : undefined,
+    _meta: plainJson(spec.meta, `tool ${name}: metadata`),
+  };
+  const entry = {
+    __proto__: null,
+    definition: JSONParse(JSONStringify(definition)),
+    parseInput: input && input.kind !== "json" ? input.parse : null,
+    parseOutput: output && output.kind !== "json" ? output.parse : null,
+    shape: spec.shape,
+    run: spec.run,
+  };
+  MapPrototypeSet(registry, name, entry);
+  toolsChanged();
+  return entry;
+}
+
+/** The approval level a seed-000 definition's `requiresApproval` asks for. */
+function approvalOf(value, name) {
+  if (value === undefined || value === false || value === "never") return "never";
+  if (value === true || value === "always") return "always";
+  if (value === "once") return "once";
+  throw new PluginTypeError(`tool ${name}: \`requiresApproval\` must be true, false, "always", "once" or "never"`);
+}
+
+/** `api.tools.register` (seed 000, and `convergence/effect`'s `Tools.register`). */
 function register(def) {
   mustProvide("register tools");
   if (def === null || typeof def !== "object") {
@@ -273,11 +241,26 @@ function register(def) {
   }
   if (typeof def.name !== "string") throw new PluginTypeError("api.tools.register: `name` must be a string");
   if (typeof def.run !== "function") throw new PluginTypeError(`api.tools.register: tool ${def.name}: \`run\` must be a function (input, ctx) => result`);
-  if (MapPrototypeHas(registry, def.name)) throw new PluginError(`api.tools.register: plugin ${PLUGIN} already has a tool named ${def.name}; remove() it first`);
+  if (typeof def.description !== "string" || StringPrototypeTrim(def.description) === "") {
+    throw new PluginTypeError(`api.tools.register: tool ${def.name}: \`description\` is required: say what the tool does and when to use it`);
+  }
+  if (def.inputSchema !== undefined && def.input !== undefined) throw new PluginTypeError(`api.tools.register: tool ${def.name}: give \`inputSchema\` or \`input\`, not both`);
+  if (def.outputSchema !== undefined && def.output !== undefined) throw new PluginTypeError(`api.tools.register: tool ${def.name}: give \`outputSchema\` or \`output\`, not both`);
   const run = def.run;
-  const entry = { __proto__: null, definition: definitionOf(def), run: (input, ctx) => ReflectApply(run, def, [input, ctx]) };
-  MapPrototypeSet(registry, def.name, entry);
-  toolsChanged();
+  const entry = addTool({
+    name: def.name,
+    where: `api.tools.register: tool ${def.name}`,
+    description: def.description,
+    input: def.inputSchema !== undefined ? def.inputSchema : def.input,
+    inputWhere: `tool ${def.name}: ${def.inputSchema !== undefined ? "inputSchema" : "input"}`,
+    output: def.outputSchema !== undefined ? def.outputSchema : def.output,
+    outputWhere: `tool ${def.name}: ${def.outputSchema !== undefined ? "outputSchema" : "output"}`,
+    title: def.title,
+    annotations: def.annotations,
+    approval: approvalOf(def.requiresApproval, def.name),
+    scope: def.scope,
+    run: (input, call) => ReflectApply(run, def, [input, manifestContext(call)]),
+  });
   return ObjectFreeze({
     remove() {
       if (MapPrototypeGet(registry, def.name) !== entry) return;
@@ -287,8 +270,56 @@ function register(def) {
   });
 }
 
+/** Seed 000's `ctx`. */
+function manifestContext(call) {
+  return ObjectFreeze({
+    workspace: call.base.workspace,
+    workspaceId: call.base.workspaceId,
+    agentId: call.base.agentId,
+    chatId: call.base.chatId,
+    callId: call.base.callId,
+    scope: undefined,
+    signal: call.signal,
+    subagent: call.subagent,
+    /** Asks a person, through the host, to allow something: `{ approved, reason? }`. */
+    approve: call.ask,
+  });
+}
+
+/**
+ * Seed 000's `ctx.subagent` outside a chat: the handle works and shows nothing
+ * (`shown` is false); the call's answer waits for the `end()` of each one started.
+ */
+function makeSubagents(call) {
+  const ends = [];
+  const nothing = () => {};
+  const starter = ObjectFreeze({
+    start: async (options) => {
+      if (options === null || typeof options !== "object" || typeof options.title !== "string") {
+        throw new PluginTypeError("ctx.subagent.start takes { title, name?, agent?, model?, effort?, prompt? }");
+      }
+      let finish;
+      ArrayPrototypePush(ends, new PromiseCtor((resolve) => { finish = resolve; }));
+      let ended = false;
+      let rows = 0;
+      return ObjectFreeze({
+        shown: false,
+        signal: call.signal,
+        text: nothing, reasoning: nothing, step: nothing, usage: nothing, notice: nothing, update: nothing, event: nothing,
+        tool: () => ObjectFreeze({ id: `tool-${++rows}`, update: nothing, output: nothing, end: nothing }),
+        end: async () => {
+          if (!ended) { ended = true; finish(); }
+        },
+      });
+    },
+  });
+  // A subagent the call leaves running ends with it.
+  const settle = () => PromiseAll(ends);
+  return { starter, settle, pending: () => ends.length };
+}
+
 const SIMPLE_NAME = new SafeRegExp("^[a-z][a-z0-9_]{0,63}$");
-/** The simpler form: `globalThis.tools.<name> = { description, parameters, handler }`. */
+/** Seed 003's form (also allowed beside `activate`): `globalThis.tools.<name> = { description, parameters, handler }`. */
 function collectSimpleTools(simple) {
   const problems = [];
   const names = ObjectKeys(simple);
@@ -302,10 +333,16 @@ function collectSimpleTools(simple) {
       continue;
     }
     try {
-      mustProvide("register tools");
-      const definition = definitionOf({ name, description: value.description, inputSchema: value.parameters || { type: "object", properties: {} } });
+      if (FORMAT === "manifest") mustProvide("register tools");
       const handler = value.handler;
-      MapPrototypeSet(registry, name, { __proto__: null, definition, run: (input, ctx) => ReflectApply(handler, value, [input, ctx]) });
+      addTool({
+        name,
+        where,
+        description: value.description,
+        input: value.parameters === undefined ? { type: "object", properties: {} } : value.parameters,
+        inputWhere: `${where}.parameters`,
+        run: (input, call) => ReflectApply(handler, value, [input, manifestContext(call)]),
+      });
     } catch (e) {
       ArrayPrototypePush(problems, `${where}: ${messageOf(e)}`);
     }
@@ -318,17 +355,15 @@ function simpleToolProblem(name, value) {
   if (typeof value === "function") return "a bare function is not a tool; assign { description, parameters, handler }";
   if (value === null || typeof value !== "object") return "must be { description, parameters, handler }";
   if (typeof value.description !== "string" || StringPrototypeTrim(value.description) === "") return "`description` is required: say what the tool does and when to use it";
-  if (typeof value.handler !== "function") return "`handler` must be a function (input, ctx) => result";
-  if (value.parameters !== undefined && (value.parameters === null || typeof value.parameters !== "object" || ArrayIsArray(value.parameters))) return "`parameters` must be a JSON Schema object";
+  if (typeof value.handler !== "function") return "`handler` must be a function (input) => result";
   if (MapPrototypeHas(registry, name)) return `a tool named ${name} is already registered with api.tools.register`;
   return undefined;
 }
 
 /**
- * What a tool's `run` returned, as the JSON text of an MCP CallToolResult: a string is
- * text content, an object with a `content` array is a result already (any content kind
- * MCP defines; Rust checks its shape), anything else is JSON text plus
- * structuredContent.
+ * What a tool returned, as the JSON text of an MCP CallToolResult: a string is text
+ * content, an object with a `content` array is a result already (any content kind MCP
+ * defines; Rust checks its shape), anything else is JSON text plus structuredContent.
  */
 function resultText(value) {
   if (typeof value === "string") return JSONStringify({ content: [{ type: "text", text: value }] });
@@ -346,27 +381,40 @@ const calls = new SafeMap();
 
 async function callTool(delivery) {
   const ticket = delivery.ticket;
-  const controller = new AbortController();
+  const controller = new web.AbortController();
   MapPrototypeSet(calls, ticket, controller);
   let text;
   try {
     const entry = MapPrototypeGet(registry, delivery.name);
     if (!entry) throw new PluginError(`plugin ${PLUGIN} has no tool named ${delivery.name} (it may have been removed)`);
+    let input = delivery.input === null ? {} : delivery.input;
+    if (entry.parseInput) {
+      const parsed = await entry.parseInput(input);
+      if (!parsed.ok) throw new PluginError(`invalid input for ${PLUGIN}.${delivery.name}: ${parsed.message}`);
+      input = parsed.value;
+    }
     const context = delivery.context;
-    const ctx = ObjectFreeze({
-      workspace: context.workspace,
-      workspaceId: context.workspaceId,
-      agentId: context.agentId,
-      chatId: context.chatId,
-      callId: context.callId,
+    const subagents = makeSubagents({ signal: controller.signal });
+    const call = ObjectFreeze({
+      base: context,
       signal: controller.signal,
-      /** Asks a person, through the host, to allow something: `{ approved, reason? }`. */
-      approve: (message, details) => {
+      subagent: subagents.starter,
+      hostContext: hostContextOf(context),
+      idempotencyKey: `${PLUGIN}:${delivery.name}:${context.callId === undefined ? ticket : context.callId}`,
+      ask: (message, details) => {
         const detailsJson = details === undefined ? null : JSONStringify(details);
         return awaitAnswer(opApprove(ticket, StringCtor(message), detailsJson === undefined ? null : detailsJson), controller.signal);
       },
     });
-    text = resultText(await entry.run(delivery.input === null ? {} : delivery.input, ctx));
+    let value = await entry.run(input, call);
+    if (subagents.pending()) await subagents.settle();
+    if (entry.shape) value = entry.shape(value);
+    if (entry.parseOutput && !(typeof value === "string" || (value !== null && typeof value === "object" && ArrayIsArray(value.content)))) {
+      const parsed = await entry.parseOutput(value === undefined ? null : value);
+      if (!parsed.ok) throw new PluginError(`tool ${delivery.name} returned a value that does not match its output schema: ${parsed.message}`);
+      value = parsed.value;
+    }
+    text = resultText(value);
   } catch (e) {
     text = failedText(messageOf(e));
   }
@@ -375,26 +423,96 @@ async function callTool(delivery) {
   opAnswerCall(ticket, text);
 }
 
+/** plico's `ctx.context`: who called, when the host knows anyone; undefined otherwise. */
+function hostContextOf(context) {
+  const names = ObjectKeys(context);
+  return names.length === 0 ? undefined : ObjectFreeze({ ...context });
+}
+
 function cancelCall(ticket) {
   const controller = MapPrototypeGet(calls, ticket);
   if (!controller) return;
   MapPrototypeDelete(calls, ticket);
-  controller.abort(abortError("the call was given up: the program ended, hit a limit, was cancelled, or the call timed out"));
+  controller.abort(web.abortError("the call was given up: the program ended, hit a limit, was cancelled, or the call timed out"));
+}
+
+// ------------------------------------------------------------------ CommonJS
+/** CommonJS modules by URL: `{ exports, loaded, ... }` (a module being loaded is there already, for cycles). */
+const commonJsModules = new SafeMap();
+
+/** The path of a `file:///plugin/...` URL, and its folder. */
+function pathsOf(url) {
+  const path = StringPrototypeSlice(url, "file://".length);
+  return { __proto__: null, path, dir: StringPrototypeSlice(path, 0, StringPrototypeLastIndexOf(path, "/")) };
+}
+
+function requireFrom(referrer) {
+  const require = (specifier) => {
+    if (typeof specifier !== "string") throw new PluginTypeError("require takes a module name");
+    const target = opRequire(specifier, referrer);
+    switch (target.kind) {
+      case "commonjs": return loadCommonJs(target.url);
+      case "json": return JSONParse(opModuleSource(target.url));
+      default:
+        throw new PluginError(`${pathsOf(referrer).path} requires ${JSONStringify(specifier)}, an ES module: CommonJS code reaches ES modules with import(), not require()`);
+    }
+  };
+  require.resolve = (specifier) => pathsOf(opRequire(StringCtor(specifier), referrer).url).path;
+  return require;
+}
+
+function loadCommonJs(url) {
+  const cached = MapPrototypeGet(commonJsModules, url);
+  if (cached) return cached.exports;
+  const { path, dir } = pathsOf(url);
+  const module = { exports: {}, id: path, filename: path, loaded: false, children: [], paths: [] };
+  module.require = requireFrom(url);
+  MapPrototypeSet(commonJsModules, url, module);
+  const source = opModuleSource(url);
+  const [factory, error] = evalContext(`(function (exports, require, module, __filename, __dirname) { ${source}\n})`, url);
+  if (error) {
+    MapPrototypeDelete(commonJsModules, url);
+    throw error.thrown;
+  }
+  try {
+    ReflectApply(factory, module.exports, [module.exports, module.require, module, path, dir]);
+  } catch (e) {
+    MapPrototypeDelete(commonJsModules, url);
+    throw e;
+  }
+  module.loaded = true;
+  return module.exports;
 }
 
 // ---------------------------------------------------------------------- api
-const api = ObjectFreeze({
+const api = ObjectFreeze(formats.withUnoffered({
   plugin: ObjectFreeze({ name: PLUGIN, version: setup.version }),
   tools: ObjectFreeze({ register }),
-  net: ObjectFreeze({ fetch }),
+  net: ObjectFreeze({ fetch: apiFetch }),
+  get settings() { return settingsObject(); },
+}, "api", ["host", "models"], unoffered));
+
+/** What `plugin_formats.js`'s adapters get. */
+const kit = ObjectFreeze({
+  plugin: PLUGIN,
+  register: (spec) => { addTool(spec); },
+  note: (text) => { ArrayPrototypePush(notes, text); },
+  refuse: (text) => { throw new PluginError(text); },
+  unoffered,
+  settingsObject,
+  fetch,
+  console: consoleObject,
+  crypto: cryptoObject,
 });
 
 // ------------------------------------------------------------------- driver
+let activationError = null;
+
 function handle(delivery) {
   switch (delivery.kind) {
     case "initialize":
       if (activationError === null) serving = true;
-      return opAnswerInitialize(delivery.ticket, activationError);
+      return opAnswerInitialize(delivery.ticket, activationError, notes);
     case "toolsList": {
       const definitions = [];
       MapPrototypeForEach(registry, (entry) => ArrayPrototypePush(definitions, entry.definition));
@@ -405,6 +523,8 @@ function handle(delivery) {
       return;
     case "cancel":
       return cancelCall(delivery.ticket);
+    case "timers":
+      return web.fireTimers();
     case "fetched":
       return settleOwn(delivery.request, (waiter) => waiter.resolve(delivery.response));
     case "approved":
@@ -414,20 +534,51 @@ function handle(delivery) {
   }
 }
 
-let activationError = null;
-async function drive(namespace) {
-  try {
-    if (namespace.activate !== undefined) {
-      if (typeof namespace.activate !== "function") throw new PluginTypeError("the main module's `activate` export must be a function (api) => void");
-      await namespace.activate(api);
+/** Seed 000: the main module's `activate(api)` (or a default-exported function), and `globalThis.tools`. */
+async function activateManifest(entries) {
+  if (entries.length === 0) return;
+  const namespace = entries[0].namespace;
+  let activate = namespace.activate;
+  if (activate === undefined && typeof namespace.default === "function") activate = namespace.default;
+  if (activate !== undefined) {
+    if (typeof activate !== "function") throw new PluginTypeError("the main module's `activate` export must be a function (api) => void");
+    await activate(api);
+  }
+  const problems = collectSimpleTools(simpleTools);
+  if (problems.length) throw new PluginError(ArrayPrototypeJoin(problems, "; "));
+  if (activate === undefined && MapPrototypeGetSize(registry) === 0) {
+    const exported = ObjectKeys(namespace);
+    throw new PluginError(`the main module ${entries[0].module} exports no activate(api) function${exported.length ? ` (it exports ${ArrayPrototypeJoin(exported, ", ")})` : ""} and assigns no globalThis.tools, so the plugin offers no tools; export function activate(api) { api.tools.register({ ... }) }`);
+  }
+  if (MapPrototypeGetSize(registry) === 0) ArrayPrototypePush(notes, "activate(api) registered no tools (yet)");
+}
+
+/** Runs the format's adapter over the loaded modules: `[{ module, tool, namespace }]`. */
+async function load(entries) {
+  switch (FORMAT) {
+    case "manifest": return activateManifest(entries);
+    case "zhin": return formats.zhin(entries, kit);
+    case "plico": return formats.plico(entries, kit);
+    case "podcode": return formats.podcode(entries, kit);
+    case "globals": {
+      const problems = collectSimpleTools(simpleTools);
+      if (problems.length) throw new PluginError(ArrayPrototypeJoin(problems, "; "));
+      if (MapPrototypeGetSize(registry) === 0) throw new PluginError(`${entries[0].module} assigns no tools: assign globalThis.tools.<name> = { description, parameters, handler }`);
+      return;
     }
-    const problems = collectSimpleTools(simpleTools);
-    ObjectFreeze(simpleTools);
-    if (problems.length) throw new PluginError(ArrayPrototypeJoin(problems, "; "));
+  }
+  throw new PluginError(`this runtime does not know the plugin format ${FORMAT}`);
+}
+
+async function drive(entries) {
+  try {
+    await load(entries);
+    if (MapPrototypeGetSize(registry) === 0 && FORMAT !== "manifest") throw new PluginError("the plugin offers no tools");
   } catch (e) {
     activationError = `plugin ${PLUGIN} cannot load: ${messageOf(e)}`;
     consoleObject.error(activationError);
   }
+  ObjectFreeze(simpleTools);
   for (;;) handle(await opRecv());
 }
 opRegisterDriver(drive);
@@ -440,14 +591,30 @@ core.setUnhandledPromiseRejectionHandler((promise, reason) => {
 
 // ------------------------------------------------------------- global scope
 const simpleTools = {};
+const processObject = ObjectFreeze({ env: settingsObject() });
 /**
  * What a plugin's modules see besides the ECMAScript language: the one place to add a
  * global a plugin format needs. `[name, value, writable]`.
  */
 const PLUGIN_GLOBALS = [
   ["console", consoleObject, true],
-  ["AbortController", AbortController, true],
-  ["AbortSignal", AbortSignal, true],
+  ["AbortController", web.AbortController, true],
+  ["AbortSignal", web.AbortSignal, true],
+  ["setTimeout", web.timerGlobals.setTimeout, true],
+  ["clearTimeout", web.timerGlobals.clearTimeout, true],
+  ["setInterval", web.timerGlobals.setInterval, true],
+  ["clearInterval", web.timerGlobals.clearInterval, true],
+  ["queueMicrotask", web.timerGlobals.queueMicrotask, true],
+  ["TextEncoder", web.TextEncoder, true],
+  ["TextDecoder", web.TextDecoder, true],
+  ["Headers", web.Headers, true],
+  ["Response", web.Response, true],
+  ["fetch", fetch, true],
+  ["crypto", cryptoObject, true],
+  ["process", processObject, true],
   ["tools", simpleTools, false],
+  // The CommonJS runtime, for the ES module Rust writes in front of each CommonJS file.
+  [SymbolFor("codemode.require"), loadCommonJs, false],
 ];
+if (FORMAT === "globals") ArrayPrototypePush(PLUGIN_GLOBALS, ["host", formats.makeHost(kit), false]);
 keepOnlyGlobals(PLUGIN_GLOBALS);

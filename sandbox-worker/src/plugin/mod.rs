@@ -2,24 +2,30 @@
 //! plugin, speaking the process-plugin protocol (`protocol/PLUGINS.md`) on its standard
 //! input and output.
 //!
-//! The host starts it as a process plugin (`sandbox-worker plugin --dir DIR ...`), so
-//! restarts, backoff, call timeouts and `tool/cancel` work as for any process plugin.
-//! The order, in one function ([`run`]):
-//! 1. read the manifest and every module into memory ([`files`]);
+//! The host starts it as a process plugin (`sandbox-worker plugin --dir PATH --format F
+//! ...`), so restarts, backoff, call timeouts and `tool/cancel` work as for any process
+//! plugin. The order, in one function ([`run`]):
+//! 1. find the plugin's layout in the format the host detected (`plugin-format`) and
+//!    copy its folder into memory ([`folder`]): what its modules may import, and nothing
+//!    outside it;
 //! 2. enter the sandbox of a spawned worker (the same layers as a program's worker,
 //!    keeping only standard input, output and error) and fork into a new pid namespace;
-//! 3. create the runtime with the plugin ops ([`ops`]) and `plugin.js`;
-//! 4. start the CPU watchdog (JavaScript time between two host messages), lock the process (resource limits, the worker's
-//!    seccomp table), set the heap limit;
-//! 5. load and evaluate the main module, then hand its namespace to `plugin.js`, which
-//!    calls `activate(api)`, collects `globalThis.tools`, and serves the host's requests.
+//! 3. wait for the host's `initialize`, which carries the plugin's settings;
+//! 4. create the runtime with the plugin ops ([`ops`]), the module loader ([`modules`])
+//!    and the plugin runtime's JavaScript (`plugin.js` and the files before it);
+//! 5. start the CPU watchdog (JavaScript time between two host messages), lock the
+//!    process (resource limits, the worker's seccomp table), set the heap limit;
+//! 6. load and evaluate the layout's modules, then hand them to `plugin.js`, whose
+//!    format adapter turns them into tools, and which serves the host's requests.
 //!
-//! The plugin never reaches the network itself: `api.net.fetch` is a `host/fetch`
-//! request that the host performs against the manifest's `net.hosts`. A plugin stopped
-//! by a limit answers every unanswered request with the reason and exits; the host
-//! starts it again on the next call.
+//! The plugin never reaches the network itself: `fetch` and `api.net.fetch` are
+//! `host/fetch` requests that the host performs against the plugin's allowlist. A
+//! plugin stopped by a limit answers every unanswered request with the reason and
+//! exits; the host starts it again on the next call.
 
-pub mod files;
+pub mod cjs;
+pub mod folder;
+pub mod modules;
 pub mod ops;
 
 use std::path::PathBuf;
@@ -27,19 +33,23 @@ use std::rc::Rc;
 use std::sync::Arc;
 use std::time::Duration;
 
-use deno_core::PollEventLoopOptions;
+use deno_core::{v8, PollEventLoopOptions};
+use plugin_format::Format;
 
 use crate::memory::{self, MemoryTrip};
 use crate::sandbox::{self, rlimits, Environment, SandboxOptions};
 use crate::step_clock::StepClock;
-use files::PluginFiles;
-use ops::{codemode_plugin, PluginDriver, PluginLink, PluginSetup};
+use folder::PluginFolder;
+use modules::PluginModules;
+use ops::{codemode_plugin, HostReader, PluginDriver, PluginLink, PluginSetup};
 
 /// What the host passes on the command line.
 #[derive(Debug, Clone)]
 pub struct PluginOptions {
-    /// The plugin's folder.
+    /// The plugin's folder, or its one module file.
     pub dir: PathBuf,
+    /// Its format, as the host detected it.
+    pub format: String,
     /// The name the host gives it (`tools.<name>`).
     pub name: String,
     /// The host's pid (the parent-death check).
@@ -56,10 +66,15 @@ pub struct PluginOptions {
 pub fn run(options: PluginOptions) -> ! {
     crate::report_panics(None);
     crate::die_with_host(options.host_pid);
-    let link = Rc::new(PluginLink::default());
+    let link = Rc::new(PluginLink::new(HostReader::stdin()));
     let name = options.name.clone();
-    let files =
-        PluginFiles::load(&options.dir).unwrap_or_else(|e| refuse(&link, &format!("plugin {name} cannot load: {e}")));
+    let Some(format) = Format::parse(&options.format) else {
+        refuse(&link, &format!("plugin {name}: this runtime does not know the format {:?}", options.format))
+    };
+    let layout = plugin_format::detect(&options.dir, Some(format))
+        .unwrap_or_else(|e| refuse(&link, &format!("plugin {name} cannot load: {e}")));
+    let folder =
+        PluginFolder::read(&layout.root).unwrap_or_else(|e| refuse(&link, &format!("plugin {name} cannot load: {e}")));
     let base = memory::current_data_bytes().unwrap_or_else(|e| crate::fail(&format!("cannot measure memory: {e}")))
         + crate::SPAWNED_ENGINE_ALLOWANCE;
 
@@ -74,19 +89,24 @@ pub fn run(options: PluginOptions) -> ! {
     if let Err(e) = sandbox::enter_worker(&policy, &[0, 1, 2], 0) {
         refuse(&link, &format!("plugin {name} cannot enter its sandbox: {e}"));
     }
+    let initialize = link.wait_for_initialize();
 
+    let modules = Rc::new(PluginModules::new(Arc::clone(&folder.fs), folder.real_root.clone()));
     let mut runtime = crate::engine::new_runtime(
         vec![codemode_plugin::init()],
-        Some(Rc::new(files.loader())),
+        Some(Rc::clone(&modules) as Rc<dyn deno_core::ModuleLoader>),
         Some(options.memory_bytes),
     )
     .unwrap_or_else(|e| refuse(&link, &format!("plugin {name}: {e}")));
+    let manifest = layout.manifest.as_ref();
     runtime.op_state().borrow_mut().put(Rc::clone(&link));
+    runtime.op_state().borrow_mut().put(Rc::clone(&modules));
     runtime.op_state().borrow_mut().put(PluginSetup {
         plugin: name.clone(),
-        version: files.manifest.version.clone(),
-        may_provide_tools: files.manifest.may_provide_tools(),
-        net_hosts: files.manifest.net_hosts().to_vec(),
+        version: manifest.map_or_else(String::new, |m| m.version.clone()),
+        format: format.as_str(),
+        may_provide_tools: manifest.is_none_or(|m| m.may_provide_tools()),
+        settings: initialize.settings,
     });
     if let Err(e) = runtime.execute_script("codemode:plugin", crate::engine::PLUGIN_RUNTIME_JS) {
         refuse(&link, &format!("plugin {name}: the plugin runtime did not start: {e}"));
@@ -109,21 +129,46 @@ pub fn run(options: PluginOptions) -> ! {
 
     let event_loop = event_loop(&link, &clock)
         .unwrap_or_else(|e| refuse(&link, &format!("plugin {name}: cannot start the event loop: {e}")));
-    let main = files.main.clone();
     let ended = event_loop.block_on(async {
-        let module = runtime.load_main_es_module(&main).await.map_err(|e| format!("{main} does not load: {e}"))?;
-        let evaluated = runtime.mod_evaluate(module);
-        runtime
-            .with_event_loop_future(evaluated, PollEventLoopOptions::default())
-            .await
-            .map_err(|e| format!("{main} threw while it was evaluated: {e}"))?;
-        let namespace = runtime.get_module_namespace(module).map_err(|e| e.to_string())?;
-        let namespace = {
+        let mut loaded = Vec::new();
+        for (index, entry) in layout.entries.iter().enumerate() {
+            let url = PluginModules::url_of(&entry.module)?;
+            let id = if index == 0 {
+                runtime.load_main_es_module(&url).await
+            } else {
+                runtime.load_side_es_module(&url).await
+            }
+            .map_err(|e| format!("{} does not load: {e}", entry.module))?;
+            let evaluated = runtime.mod_evaluate(id);
+            runtime
+                .with_event_loop_future(evaluated, PollEventLoopOptions::default())
+                .await
+                .map_err(|e| format!("{} threw while it was evaluated: {e}", entry.module))?;
+            let namespace = runtime.get_module_namespace(id).map_err(|e| e.to_string())?;
+            loaded.push((entry.clone(), namespace));
+        }
+        let entries = {
             deno_core::scope!(scope, &mut runtime);
-            let local = deno_core::v8::Local::new(scope, namespace);
-            deno_core::v8::Global::new(scope, deno_core::v8::Local::<deno_core::v8::Value>::from(local))
+            let list = v8::Array::new(scope, 0);
+            for (index, (entry, namespace)) in loaded.iter().enumerate() {
+                let item = v8::Object::new(scope);
+                let set = |scope: &mut v8::PinScope, key: &str, value: v8::Local<v8::Value>| {
+                    if let Some(key) = v8::String::new(scope, key) {
+                        item.set(scope, key.into(), value);
+                    }
+                };
+                let module = v8::String::new(scope, &entry.module).map(Into::into);
+                let tool = entry.tool.as_deref().and_then(|t| v8::String::new(scope, t)).map(Into::into);
+                let undefined: v8::Local<v8::Value> = v8::undefined(scope).into();
+                set(scope, "module", module.unwrap_or(undefined));
+                set(scope, "tool", tool.unwrap_or(undefined));
+                let namespace = v8::Local::new(scope, namespace);
+                set(scope, "namespace", namespace.into());
+                list.set_index(scope, u32::try_from(index).unwrap_or(u32::MAX), item.into());
+            }
+            v8::Global::new(scope, v8::Local::<v8::Value>::from(list))
         };
-        let serve = runtime.call_with_args(&driver, &[namespace]);
+        let serve = runtime.call_with_args(&driver, &[entries]);
         runtime
             .with_event_loop_promise(Box::pin(serve), PollEventLoopOptions::default())
             .await

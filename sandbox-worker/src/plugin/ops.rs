@@ -15,6 +15,11 @@
 //!   plugin's own requests (`host/fetch`, `host/approve`, `host/cancel`);
 //!   `op_plugin_tools_changed` announces a changed tool list;
 //! - `op_plugin_log` writes console output to standard error, which the host logs;
+//! - `op_plugin_timers` tells the link the next timer deadline: the wait for the host
+//!   ends then, with a `timers` delivery;
+//! - `op_plugin_require` and `op_plugin_module_source` serve `plugin.js`'s CommonJS
+//!   runtime from the plugin's modules ([`super::modules`]); `op_plugin_random` gives
+//!   `crypto` its random bytes;
 //! - `op_plugin_setup` and `op_plugin_register_driver` connect `plugin.js` to
 //!   [`super::run`].
 //!
@@ -23,8 +28,10 @@
 
 use std::cell::{Cell, RefCell};
 use std::collections::{BTreeMap, VecDeque};
-use std::io::{BufRead, Write};
+use std::io::{BufRead, BufReader, Write};
+use std::os::fd::{AsFd, FromRawFd, OwnedFd};
 use std::rc::Rc;
+use std::time::{Duration, Instant};
 
 use base64::Engine as _;
 use deno_core::{op2, v8, OpState, ToJsBuffer};
@@ -32,11 +39,13 @@ use deno_error::JsErrorBox;
 use futures::channel::oneshot;
 use protocol::mcp::CallToolResult;
 use protocol::plugin::{
-    ApproveParams, ApproveResult, CallContext, FetchParams, FetchResult, HostMessage, HostRequest, Outgoing,
-    PluginNotification, PluginRequest, RequestId, RpcError,
+    ApproveParams, ApproveResult, CallContext, FetchParams, FetchResult, HostMessage, HostRequest, InitializeParams,
+    InitializeResult, Outgoing, PluginNotification, PluginRequest, RequestId, RpcError, ToolsListResult,
 };
 use serde::Serialize;
-use serde_json::Value;
+use serde_json::{Map, Value};
+
+use super::modules::{PluginModules, Required};
 
 use crate::step_clock::StepClock;
 
@@ -46,12 +55,15 @@ use crate::step_clock::StepClock;
 pub struct PluginSetup {
     /// The name the host gives the plugin (`tools.<plugin>`).
     pub plugin: String,
-    /// The manifest's version.
+    /// The plugin's version (its manifest's, when it has one).
     pub version: String,
-    /// The manifest asks for `tools.provide`.
+    /// Its format (`manifest`, `zhin`, `plico`, `globals`, `podcode`).
+    pub format: &'static str,
+    /// It may register tools (a manifest asks for `tools.provide`; the other formats
+    /// exist to provide tools).
     pub may_provide_tools: bool,
-    /// The manifest's `net.hosts`.
-    pub net_hosts: Vec<String>,
+    /// Its settings, from `initialize`.
+    pub settings: Map<String, Value>,
 }
 
 /// The registered driver function of `plugin.js`.
@@ -78,6 +90,8 @@ pub enum Delivery {
     Call { ticket: u32, name: String, input: Value, context: CallContext },
     /// `tool/cancel` of a call still running: abort it (it needs no answer any more).
     Cancel { ticket: u32 },
+    /// The earliest timer is due.
+    Timers,
     /// The host's answer to `host/fetch` number `request`.
     Fetched { request: u32, response: FetchedResponse },
     /// The host's answer to `host/approve` number `request`.
@@ -135,9 +149,51 @@ enum OwnRequest {
     Approve,
 }
 
+/// The host's stream on standard input, read a line at a time, with a time limit when
+/// a timer is waiting.
+pub struct HostReader {
+    reader: BufReader<std::fs::File>,
+}
+
+impl HostReader {
+    /// Standard input, which this process reads through nothing else.
+    pub fn stdin() -> Self {
+        // SAFETY: descriptor 0 is open for the process's whole life (the host holds its
+        // other end), and only this reader reads it.
+        let fd = unsafe { OwnedFd::from_raw_fd(0) };
+        Self { reader: BufReader::new(std::fs::File::from(fd)) }
+    }
+
+    /// The host's next line; `None` when `within` passed first. The host closing the
+    /// stream ends the plugin.
+    fn line(&mut self, within: Option<Duration>) -> Option<String> {
+        if let Some(limit) = within {
+            if !self.reader.buffer().contains(&b'\n') {
+                let timeout = nix::poll::PollTimeout::try_from(limit).unwrap_or(nix::poll::PollTimeout::MAX);
+                let file = self.reader.get_ref();
+                let mut fds = [nix::poll::PollFd::new(file.as_fd(), nix::poll::PollFlags::POLLIN)];
+                if let Ok(0) = nix::poll::poll(&mut fds, timeout) {
+                    return None;
+                }
+            }
+        }
+        let mut line = String::new();
+        match self.reader.read_line(&mut line) {
+            Ok(0) | Err(_) => crate::exit_now(0),
+            Ok(_) => {
+                let trimmed = line.trim_end_matches(['\n', '\r']).len();
+                line.truncate(trimmed);
+                Some(line)
+            }
+        }
+    }
+}
+
 /// The plugin's end of the host's stream.
-#[derive(Default)]
 pub struct PluginLink {
+    reader: RefCell<HostReader>,
+    /// When the earliest timer is due.
+    timer: Cell<Option<Instant>>,
     inbox: RefCell<VecDeque<Delivery>>,
     waiter: RefCell<Option<oneshot::Sender<Delivery>>>,
     /// Unanswered host requests, by ticket.
@@ -151,6 +207,40 @@ pub struct PluginLink {
 }
 
 impl PluginLink {
+    /// The link over `reader`.
+    pub fn new(reader: HostReader) -> Self {
+        Self {
+            reader: RefCell::new(reader),
+            timer: Cell::new(None),
+            inbox: RefCell::default(),
+            waiter: RefCell::default(),
+            in_flight: RefCell::default(),
+            next_ticket: Cell::new(0),
+            own: RefCell::default(),
+            next_own: Cell::new(0),
+            initialize_seen: Cell::new(false),
+        }
+    }
+
+    /// Reads the host's messages until `initialize` arrives (it carries the plugin's
+    /// settings, which the plugin's code may read as soon as it runs) and returns its
+    /// parameters; it and anything before it wait in the inbox for `plugin.js`.
+    pub fn wait_for_initialize(&self) -> InitializeParams {
+        loop {
+            let line = self.reader.borrow_mut().line(None).unwrap_or_default();
+            let params = match HostMessage::parse(&line) {
+                Ok(HostMessage::Request(_, HostRequest::Initialize(params))) => Some(params),
+                _ => None,
+            };
+            if let Some(delivery) = self.read(&line) {
+                self.inbox.borrow_mut().push_back(delivery);
+            }
+            if let Some(params) = params {
+                return params;
+            }
+        }
+    }
+
     /// Writes one message to the host; a host that stopped reading is gone.
     fn write(&self, message: &Outgoing) {
         let line = message.to_line();
@@ -166,10 +256,18 @@ impl PluginLink {
     /// a new step. The host closing the stream ends the plugin.
     pub fn wait_for_host(&self, clock: &StepClock) {
         clock.on_park();
-        let line = read_host_line();
+        let within = self.timer.get().map(|due| due.saturating_duration_since(Instant::now()));
+        let line = self.reader.borrow_mut().line(within);
         clock.on_unpark();
         clock.new_step();
-        let Some(delivery) = self.read(&line) else { return };
+        let delivery = match line {
+            Some(line) => self.read(&line),
+            None => {
+                self.timer.set(None);
+                Some(Delivery::Timers)
+            }
+        };
+        let Some(delivery) = delivery else { return };
         match self.waiter.borrow_mut().take() {
             Some(waiter) => {
                 if let Err(delivery) = waiter.send(delivery) {
@@ -287,7 +385,8 @@ impl PluginLink {
             if self.initialize_seen.get() {
                 return;
             }
-            let _ = self.read(&read_host_line());
+            let line = self.reader.borrow_mut().line(None).unwrap_or_default();
+            let _ = self.read(&line);
         }
     }
 }
@@ -311,19 +410,6 @@ fn failure_answer(id: RequestId, tool: Option<&str>, reason: &str) -> Outgoing {
     match tool {
         Some(_) => Outgoing::call_result(id, &CallToolResult::error(reason)),
         None => Outgoing::Answer(id, Err(RpcError::new(reason))),
-    }
-}
-
-/// Reads the host's next line from standard input; the host closing it ends the plugin.
-fn read_host_line() -> String {
-    let mut line = String::new();
-    match std::io::stdin().lock().read_line(&mut line) {
-        Ok(0) | Err(_) => crate::exit_now(0),
-        Ok(_) => {
-            let trimmed = line.trim_end_matches(['\n', '\r']).len();
-            line.truncate(trimmed);
-            line
-        }
     }
 }
 
@@ -366,13 +452,14 @@ pub async fn op_plugin_recv(state: Rc<RefCell<OpState>>) -> Result<Delivery, JsE
     rx.await.map_err(|_| JsErrorBox::generic("the host stream closed"))
 }
 
-/// Answers `initialize` with the plugin's name and version, or refuses it with `error`
-/// (the plugin could not load).
+/// Answers `initialize` with the plugin's name, version and load notes, or refuses it
+/// with `error` (the plugin could not load).
 #[op2]
 pub fn op_plugin_answer_initialize(
     state: &mut OpState,
     #[smi] ticket: u32,
     #[string] error: Option<String>,
+    #[serde] notes: Vec<String>,
 ) -> Result<(), JsErrorBox> {
     let link = link(state)?;
     let Some(request) = link.settle(ticket) else { return Ok(()) };
@@ -381,7 +468,9 @@ pub fn op_plugin_answer_initialize(
         None => {
             let setup =
                 state.try_borrow::<PluginSetup>().ok_or_else(|| JsErrorBox::generic("the plugin setup is missing"))?;
-            Ok(serde_json::json!({ "name": setup.plugin, "version": setup.version }))
+            let result =
+                InitializeResult { name: Some(setup.plugin.clone()), version: Some(setup.version.clone()), notes };
+            Ok(serde_json::to_value(result).unwrap_or(Value::Null))
         }
     };
     link.write(&Outgoing::Answer(request.id, answer));
@@ -398,9 +487,10 @@ pub fn op_plugin_answer_tools(
 ) -> Result<(), JsErrorBox> {
     let link = link(state)?;
     let Some(request) = link.settle(ticket) else { return Ok(()) };
-    let answer = serde_json::from_str::<Value>(tools_json)
-        .map(|tools| serde_json::json!({ "tools": tools }))
-        .map_err(|e| RpcError::new(format!("the plugin's tool list is not JSON: {e}")));
+    let answer = serde_json::from_str(tools_json)
+        .map(|tools| ToolsListResult { tools })
+        .map_err(|e| RpcError::new(format!("the plugin's tool list cannot be read: {e}")))
+        .and_then(|list| serde_json::to_value(list).map_err(|e| RpcError::new(e.to_string())));
     link.write(&Outgoing::Answer(request.id, answer));
     Ok(())
 }
@@ -484,6 +574,63 @@ pub fn op_plugin_log(#[smi] level: u32, #[string] text: &str) {
     log(level, text);
 }
 
+/// The earliest timer is due in `delay_ms` (negative: no timer is waiting).
+#[op2(fast)]
+pub fn op_plugin_timers(state: &mut OpState, delay_ms: f64) -> Result<(), JsErrorBox> {
+    let due = (delay_ms >= 0.0).then(|| Instant::now() + Duration::from_secs_f64(delay_ms.min(1e9) / 1000.0));
+    link(state)?.timer.set(due);
+    Ok(())
+}
+
+fn modules(state: &OpState) -> Result<Rc<PluginModules>, JsErrorBox> {
+    state
+        .try_borrow::<Rc<PluginModules>>()
+        .cloned()
+        .ok_or_else(|| JsErrorBox::generic("the plugin's modules are missing"))
+}
+
+/// Where `require(specifier)` in the CommonJS module at `referrer` leads.
+#[op2]
+#[serde]
+pub fn op_plugin_require(
+    state: &mut OpState,
+    #[string] specifier: &str,
+    #[string] referrer: &str,
+) -> Result<Required, JsErrorBox> {
+    modules(state)?.require(specifier, referrer).map_err(JsErrorBox::generic)
+}
+
+/// The text of a CommonJS or JSON module (TypeScript stripped), for `require`.
+#[op2]
+#[string]
+pub fn op_plugin_module_source(state: &mut OpState, #[string] url: &str) -> Result<String, JsErrorBox> {
+    let url = deno_core::ModuleSpecifier::parse(url).map_err(JsErrorBox::from_err)?;
+    modules(state)?.source(&url).map_err(JsErrorBox::generic)
+}
+
+/// `length` random bytes from the kernel (`crypto.getRandomValues`, `randomUUID`).
+#[op2]
+#[buffer]
+pub fn op_plugin_random(#[smi] length: u32) -> Result<Vec<u8>, JsErrorBox> {
+    if length > 65536 {
+        return Err(JsErrorBox::new(
+            "QuotaExceededError",
+            "crypto.getRandomValues gives at most 65536 bytes at a time",
+        ));
+    }
+    let mut bytes = vec![0u8; length as usize];
+    let mut filled = 0;
+    while filled < bytes.len() {
+        // SAFETY: the buffer is valid for `len - filled` bytes from `filled`.
+        let n = unsafe { libc::getrandom(bytes[filled..].as_mut_ptr().cast(), bytes.len() - filled, 0) };
+        if n <= 0 {
+            return Err(JsErrorBox::generic("the kernel gave no random bytes"));
+        }
+        filled += n as usize;
+    }
+    Ok(bytes)
+}
+
 deno_core::extension!(
     codemode_plugin,
     ops = [
@@ -498,6 +645,10 @@ deno_core::extension!(
         op_plugin_cancel_request,
         op_plugin_tools_changed,
         op_plugin_log,
+        op_plugin_timers,
+        op_plugin_require,
+        op_plugin_module_source,
+        op_plugin_random,
     ],
 );
 
@@ -507,9 +658,15 @@ mod tests {
     use super::*;
     use serde_json::json;
 
+    /// A link whose reader is never read in these tests.
+    fn test_link() -> PluginLink {
+        let (ours, _theirs) = std::os::unix::net::UnixStream::pair().unwrap();
+        PluginLink::new(HostReader { reader: BufReader::new(std::fs::File::from(OwnedFd::from(ours))) })
+    }
+
     #[test]
     fn requests_are_remembered_until_answered_and_calls_until_cancelled() {
-        let link = PluginLink::default();
+        let link = test_link();
         let call = link
             .read(r#"{"jsonrpc":"2.0","id":7,"method":"tool/call","params":{"name":"greet","input":{"name":"Ann"}}}"#);
         assert!(matches!(call, Some(Delivery::Call { ticket: 1, ref name, .. }) if name == "greet"), "{call:?}");
@@ -531,7 +688,7 @@ mod tests {
 
     #[test]
     fn own_requests_are_matched_to_their_answers_by_number() {
-        let link = PluginLink::default();
+        let link = test_link();
         link.own.borrow_mut().insert(3, OwnRequest::Fetch);
         link.own.borrow_mut().insert(4, OwnRequest::Approve);
         link.own.borrow_mut().insert(5, OwnRequest::Fetch);

@@ -51,7 +51,11 @@ export function activate(api) {
   let count = 0;
   tool("count", () => ++count);
   tool("fire_and_forget", () => { Promise.reject(new Error("nobody listens")); return "fired"; });
-  tool("globals", () => ["Deno", "fetch", "setTimeout", "require", "process", "WebAssembly", "tools", "AbortController", "console"].map((n) => `${n}:${typeof globalThis[n]}`));
+  tool("globals", () => [
+    ...["Deno", "require", "module", "Buffer", "WebAssembly", "host", "fetch", "setTimeout", "queueMicrotask", "TextEncoder", "crypto", "process", "tools", "AbortController", "console"]
+      .map((n) => `${n}:${typeof globalThis[n]}`),
+    `env:${JSON.stringify(process.env)}`,
+  ]);
 }
 
 globalThis.tools.simple_add = {
