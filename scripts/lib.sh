@@ -30,6 +30,18 @@ ensure_system_packages() {
   fi
 }
 
+# Node.js and npm, for the npm packages of the plugin-format fixtures and the opt-in
+# scripts that use npm; Debian's packages when the machine has none.
+ensure_node() {
+  if ! command -v npm >/dev/null 2>&1; then
+    echo "installing nodejs and npm" >&2
+    local sudo=""
+    [ "$(id -u)" -eq 0 ] || sudo="sudo"
+    $sudo apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq nodejs npm >/dev/null
+  fi
+}
+
 # rustfmt and clippy, for CI's format check and lints (rustup's minimal profile lacks them).
 ensure_rust_components() {
   if ! cargo fmt --version >/dev/null 2>&1 || ! cargo clippy --version >/dev/null 2>&1; then

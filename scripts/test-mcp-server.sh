@@ -1,10 +1,14 @@
 #!/usr/bin/env bash
 # The MCP server with a real client: installs the official MCP Python SDK from PyPI into
 # a virtualenv under target/, then drives `codemode mcp` (stdio) and `codemode serve`
-# (streamable HTTP) with it (tests/mcp/test_mcp_server.py). Part of scripts/test.sh.
+# (streamable HTTP) with it (tests/mcp/test_mcp_server.py), and the seed-format plugins
+# behind it (tests/mcp/test_plugin_formats.py). Part of scripts/test.sh.
 source "$(dirname "$0")/lib.sh"
 ensure_system_packages
 cd "$REPO_ROOT"
 ensure_mcp_venv
 [ -x target/release/codemode ] && [ -x target/release/sandbox-worker ] || cargo build --release --workspace --bins
 "$MCP_VENV/bin/python" tests/mcp/test_mcp_server.py target/release/codemode
+# The seed systems' plugin formats behind the server (approvals through elicitation).
+[ -d target/formats/zhin/node_modules ] || bash scripts/npm-fixtures.sh
+"$MCP_VENV/bin/python" tests/mcp/test_plugin_formats.py target/release/codemode

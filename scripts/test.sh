@@ -1,12 +1,15 @@
 #!/usr/bin/env bash
 # The whole test suite: unit tests, integration tests against the real worker, the CLI
-# tests, the MCP server with a real MCP client, and the escape suite. Installs what the
-# build needs first.
+# tests, the seed-format plugins with their real npm packages, the MCP server with a
+# real MCP client, and the escape suite. Installs what the build needs first.
 source "$(dirname "$0")/lib.sh"
 ensure_system_packages
 cd "$REPO_ROOT"
 # The integration tests drive the real sandbox-worker binary: build every binary first.
 cargo build --release --workspace --bins
+# The seed-format plugin fixtures with their npm packages (cached under target/formats).
+bash scripts/npm-fixtures.sh
+SCHEMA_TEST_NODE_MODULES="$REPO_ROOT/target/formats/schema-libs/node_modules" node --test --test-reporter=dot tests/js/plugin_schema.test.mjs
 cargo test --release --workspace
 # The MCP server driven by the official MCP Python SDK (stdio and streamable HTTP).
 bash scripts/test-mcp-server.sh

@@ -7,8 +7,11 @@
 //!   between consecutive calls of a program that awaits one call after another (answer
 //!   sent → JavaScript resolves → next call arrives);
 //! - the wall time of a program doing a 1,000-call `Promise.all`;
+//! - the whole execute of a 50-line program as JavaScript and as TypeScript;
 //! - the plugin round trip (host → plugin → host, timed at the host for each of 1,000
-//!   sequential calls) for a Python process plugin and a JavaScript plugin.
+//!   sequential calls) for a Python process plugin and a JavaScript plugin;
+//! - a plugin's load (runtime start to tool list) with real npm packages: seed 000's
+//!   Effect + zod variant over effect 3 and 4, and plico's zod 3 + ArkType + CommonJS.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::sync::{Arc, Mutex};
@@ -83,6 +86,17 @@ fn main() {
         let spawn_p50 = report("execute, trivial program, spawn", execute_samples(&spawn, 60).await);
         println!("{:<44} {:.1}x faster than spawn", "template start-up", spawn_p50.as_secs_f64() / fork_p50.as_secs_f64());
 
+        // A 50-line program as JavaScript, and the same with TypeScript's types: the
+        // TypeScript path parses and strips in the worker; plain JavaScript only parses.
+        let js_p50 = report("execute, 50-line program, JavaScript", program_samples(&template, FIFTY_JS, 300).await);
+        let ts_p50 = report("  the same program in TypeScript", program_samples(&template, FIFTY_TS, 300).await);
+        println!(
+            "{:<44} {:+.2} ms ({:.2}x)",
+            "  what TypeScript adds to the p50",
+            (ts_p50.as_secs_f64() - js_p50.as_secs_f64()) * 1e3,
+            ts_p50.as_secs_f64() / js_p50.as_secs_f64()
+        );
+
         arrivals.lock().unwrap().clear();
         let outcome = template.run("for (let i = 0; i < 3000; i++) await tools.bench.stamp({ i }); return 'done'").await;
         assert!(outcome.is_ok(), "{outcome:?}");
@@ -139,7 +153,46 @@ fn main() {
             report(&format!("plugin round trip, {label}"), samples);
             println!("{:<44} n={n:<6} mean {:>9.1?}", "  the whole call, seen from the program", whole);
         }
+
+        // Plugin load: from starting the runtime to its tool list, for seed 000's Effect
+        // + zod variant with the real packages (scripts/npm-fixtures.sh installs them).
+        let root = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../target/formats");
+        for (label, fixture) in [("effect 3 + zod 4", "effect3"), ("effect 4 + zod 4", "effect4"), ("zod 3 + ArkType + CommonJS (plico)", "plico")] {
+            let dir = root.join(fixture);
+            if !dir.is_dir() {
+                println!("plugin load, {label}: skipped, run scripts/npm-fixtures.sh first");
+                continue;
+            }
+            let mut loads = Vec::new();
+            for _ in 0..10 {
+                let mut plugin = JavascriptPlugin::new("p", &dir, None).unwrap();
+                plugin.settings.insert("PLICO_TOKEN".into(), codemode::plugins::settings::SettingValue::Literal(json!("t")));
+                let process = ProcessPlugin::new(plugin.process_config(&codemode::default_worker_path(), SandboxPolicy::Required));
+                let t = Instant::now();
+                let listed = process.list_tools(true).await.unwrap();
+                loads.push(t.elapsed());
+                assert!(!listed.is_empty());
+            }
+            report(&format!("plugin load to tool list, {label}"), loads);
+        }
     });
+}
+
+/// The 50-line program, as JavaScript and as TypeScript.
+const FIFTY_JS: &str = include_str!("programs/fifty.js");
+const FIFTY_TS: &str = include_str!("programs/fifty.ts");
+
+async fn program_samples(ex: &Executor, code: &str, n: usize) -> Vec<Duration> {
+    let mut samples = Vec::with_capacity(n);
+    for i in 0..n + 20 {
+        let t = Instant::now();
+        let outcome = ex.run(code).await;
+        if i >= 20 {
+            samples.push(t.elapsed());
+        }
+        assert!(outcome.is_ok(), "{outcome:?}");
+    }
+    samples
 }
 
 /// Every tool of `catalog`, its handler timed into `samples`.

@@ -21,7 +21,7 @@ use codemode::config::{Config, ConfigError, LimitsConfig};
 use codemode::limits::{LimitError, LimitSource};
 use codemode::plugins::mcp::McpPlugin;
 use codemode::plugins::process::ProcessPlugin;
-use codemode::plugins::PluginHost;
+use codemode::plugins::{PluginHost, Severity};
 use codemode::{Catalog, Executor, LaunchMode, Limits, OutcomeKind, SandboxPolicy};
 
 #[derive(Parser)]
@@ -228,6 +228,7 @@ fn plugin_host(config: &Config, example_tools: bool, worker: &std::path::Path, s
     PluginHost::new(base, config.process_plugins().into_iter().chain(javascript).map(ProcessPlugin::new).collect())
         .with_mcp(config.mcp_servers().into_iter().map(McpPlugin::new).collect())
         .with_approvals(config.approvals())
+        .with_scopes(config.scopes.clone())
 }
 
 /// `codemode tools`: every tool as `tools.<plugin>.<tool>(input) -> output`, or the
@@ -238,26 +239,21 @@ async fn list_tools(config: Option<PathBuf>, example_tools: bool, typescript: bo
         Arc::new(plugin_host(&config, example_tools, &codemode::default_worker_path(), SandboxPolicy::Required))
             .catalog()
             .await;
-    let described = |p: &codemode::plugins::LoadProblem| {
-        if p.unavailable {
-            format!("plugin {} is unavailable: {}", p.plugin, p.reason)
-        } else {
-            format!("plugin {}: {}", p.plugin, p.reason)
-        }
-    };
+    // Notes (what a plugin asks for that codemode does not honour) do not fail the command.
+    let failed = problems.iter().any(|p| p.severity != Severity::Note);
     for p in problems.iter().filter(|_| typescript) {
-        eprintln!("codemode: {}", described(p));
+        eprintln!("codemode: {}", p.describe());
     }
     if typescript {
         print_result(codemode::typescript::declarations(&catalog).trim_end())?;
-        return Ok(if problems.is_empty() { 0 } else { 1 });
+        return Ok(if failed { 1 } else { 0 });
     }
     let mut out = codemode::typescript::listing(&catalog);
     for p in &problems {
-        out.push_str(&format!("! {}\n", described(p)));
+        out.push_str(&format!("! {}\n", p.describe()));
     }
     print_result(out.trim_end())?;
-    Ok(if problems.is_empty() { 0 } else { 1 })
+    Ok(if failed { 1 } else { 0 })
 }
 
 fn exit_code(kind: &OutcomeKind) -> i32 {
@@ -329,7 +325,7 @@ async fn serve(args: ServeArgs, http: Option<Listen>) -> anyhow::Result<i32> {
     let worker = args.worker.clone().unwrap_or_else(codemode::default_worker_path);
     let plugins = Arc::new(plugin_host(&config, args.example_tools, &worker, sandbox));
     let (catalog, problems) = plugins.catalog().await;
-    for p in problems.iter().filter(|p| p.unavailable) {
+    for p in problems.iter().filter(|p| p.unavailable()) {
         tracing::warn!("plugin {} is unavailable: {}", p.plugin, p.reason);
     }
     let limits = config.limits();

@@ -92,7 +92,12 @@ interface Tools {
 pub fn declarations(catalog: &Catalog) -> String {
     let mut out = String::from(HEADER);
     let mut namespaces = Namespaces::default();
-    let plugins: Vec<(&str, Vec<&Tool>)> = catalog.plugins().map(|(plugin, tools)| (plugin, tools.collect())).collect();
+    // Hidden tools are callable but not shown to the agent.
+    let plugins: Vec<(&str, Vec<&Tool>)> = catalog
+        .plugins()
+        .map(|(plugin, tools)| (plugin, tools.filter(|t| !t.definition.hidden).collect::<Vec<_>>()))
+        .filter(|(_, tools)| !tools.is_empty())
+        .collect();
     let plugin_names: Vec<&str> = plugins.iter().map(|(plugin, _)| *plugin).collect();
     for (plugin, tools) in &plugins {
         if let Some(alias) = alias(plugin, &plugin_names) {
@@ -172,7 +177,8 @@ pub fn listing(catalog: &Catalog) -> String {
         for tool in tools {
             let (parameter, output) = signature_parts(plugin, tool, &mut namespaces, 0);
             let method = access_path(&tool.definition.name);
-            out.push_str(&format!("tools{access}{method}({parameter}): Promise<{output}>\n"));
+            let hidden = if tool.definition.hidden { "  // hidden: callable, but not shown to agents" } else { "" };
+            out.push_str(&format!("tools{access}{method}({parameter}): Promise<{output}>{hidden}\n"));
             if let Some(first) = tool.definition.description.lines().next().filter(|l| !l.trim().is_empty()) {
                 out.push_str(&format!("    {}\n", first.trim()));
             }
@@ -188,7 +194,7 @@ pub fn listing(catalog: &Catalog) -> String {
 /// `.name`; for a name that is not an identifier, its `_` alias (`.py_tools` for
 /// `py-tools`, which the program's `tools` answers to), or `["name"]` when even that is
 /// not one.
-fn access_path(name: &str) -> String {
+pub(crate) fn access_path(name: &str) -> String {
     let alias: String =
         name.chars().map(|c| if c.is_ascii_alphanumeric() || c == '_' || c == '$' { c } else { '_' }).collect();
     let key = property_key(&alias);

@@ -59,6 +59,17 @@ pub fn set_heap_limit(runtime: &mut JsRuntime, limit_bytes: u64, trip: &MemoryTr
     });
 }
 
+/// Sets the heap limit with no callback armed. The QuickJS backend measures the whole
+/// heap after every script and module evaluation while a callback is armed, which makes
+/// loading a plugin's hundreds of package modules quadratic; a plugin loads its modules
+/// under this limit alone (going over it terminates the isolate) and arms the callback
+/// with [`set_heap_limit`] afterwards.
+pub fn set_heap_limit_unarmed(runtime: &mut JsRuntime, limit_bytes: u64) {
+    let limit = usize::try_from(limit_bytes).unwrap_or(usize::MAX);
+    runtime.add_near_heap_limit_callback(|current, _| current);
+    runtime.remove_near_heap_limit_callback(limit);
+}
+
 /// The process's private writable memory right now (`VmData`), in bytes.
 pub fn current_data_bytes() -> std::io::Result<u64> {
     let status = std::fs::read_to_string("/proc/self/status")?;

@@ -350,8 +350,11 @@ fn unsupported_message(swc: &str) -> String {
     )
 }
 
-/// Collects swc's diagnostics: message and the byte position of the primary span.
-struct Diagnostics(Arc<Mutex<Vec<(String, Option<u32>)>>>);
+/// One swc diagnostic: its message and the byte position of its primary span.
+type Diagnostic = (String, Option<u32>);
+
+/// Collects swc's diagnostics.
+struct Diagnostics(Arc<Mutex<Vec<Diagnostic>>>);
 
 impl Emitter for Diagnostics {
     fn emit(&mut self, db: &mut DiagnosticBuilder<'_>) {

@@ -72,6 +72,8 @@ pub struct PluginHost {
     base: Catalog,
     /// Tools the configuration marks as needing approval, by plugin (`"*"`: all).
     approvals: std::collections::HashMap<String, Vec<String>>,
+    /// The scopes offered (tools of other scopes are left out).
+    scopes: Vec<String>,
     /// The executor whose catalog this host keeps current ([`PluginHost::keep_current`]).
     executor: Mutex<Weak<Executor>>,
     /// One rebuild of the catalog at a time.
@@ -80,15 +82,43 @@ pub struct PluginHost {
     retry_now: Arc<tokio::sync::Notify>,
 }
 
-/// A plugin that could not be loaded, and why.
+/// Something to say about a plugin as it loads.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LoadProblem {
     /// The plugin.
     pub plugin: String,
     /// What went wrong (with the last lines of its stderr when it wrote some).
     pub reason: String,
-    /// True when the whole plugin is unavailable (not just one of its tools).
-    pub unavailable: bool,
+    /// How much of the plugin it affects.
+    pub severity: Severity,
+}
+
+/// How much of a plugin a [`LoadProblem`] affects.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Severity {
+    /// The whole plugin is unavailable.
+    Unavailable,
+    /// Something in its configuration or its tools is wrong (the rest loads).
+    Problem,
+    /// It loaded, but asks for something codemode does not honour, or leaves something
+    /// out on purpose (said once, at load).
+    Note,
+}
+
+impl LoadProblem {
+    /// True when the whole plugin is unavailable.
+    pub fn unavailable(&self) -> bool {
+        self.severity == Severity::Unavailable
+    }
+
+    /// The problem as one line.
+    pub fn describe(&self) -> String {
+        match self.severity {
+            Severity::Unavailable => format!("plugin {} is unavailable: {}", self.plugin, self.reason),
+            Severity::Problem => format!("plugin {}: {}", self.plugin, self.reason),
+            Severity::Note => format!("plugin {} (note): {}", self.plugin, self.reason),
+        }
+    }
 }
 
 /// Tries one unavailable plugin again when a program calls it.
@@ -118,6 +148,7 @@ impl PluginHost {
             mcp: Vec::new(),
             base,
             approvals: Default::default(),
+            scopes: Vec::new(),
             executor: Mutex::new(Weak::new()),
             rebuilding: tokio::sync::Mutex::new(()),
             retry_now: Arc::new(tokio::sync::Notify::new()),
@@ -128,6 +159,13 @@ impl PluginHost {
     /// every tool of the plugin), on top of what the plugins themselves mark.
     pub fn with_approvals(mut self, approvals: std::collections::HashMap<String, Vec<String>>) -> Self {
         self.approvals = approvals;
+        self
+    }
+
+    /// The scopes this host offers tools of (seed 000's `scope`): a tool with any other
+    /// scope is left out, with a note.
+    pub fn with_scopes(mut self, scopes: Vec<String>) -> Self {
+        self.scopes = scopes;
         self
     }
 
@@ -162,6 +200,7 @@ impl PluginHost {
                     })
                     .collect()
             });
+            let listed = listed.map(|tools| (tools, p.notes()));
             (p.name().to_string(), listed.map_err(|e| explain(&e, p.stderr_tail())))
         }));
         let mcp = futures::future::join_all(self.mcp.iter().map(|p| async move {
@@ -172,20 +211,25 @@ impl PluginHost {
                     })
                     .collect()
             });
-            (p.name().to_string(), listed.map_err(|e| explain(&e, p.stderr_tail())))
+            (p.name().to_string(), listed.map(|tools| (tools, Vec::new())).map_err(|e| explain(&e, p.stderr_tail())))
         }));
         let (process, mcp) = futures::join!(process, mcp);
         let mut catalog = self.base.clone();
         let mut problems = Vec::new();
         for (plugin, listed) in process.into_iter().chain(mcp) {
-            let listed: Result<Vec<Listed>, String> = listed;
+            let listed: Result<(Vec<Listed>, Vec<String>), String> = listed;
             match listed {
                 Err(reason) => {
                     let recover = Arc::new(RecoverPlugin { host: Arc::downgrade(self), plugin: plugin.clone() });
                     catalog.mark_unavailable(&plugin, reason.clone(), Some(recover as Arc<dyn Recover>));
-                    problems.push(LoadProblem { plugin, reason, unavailable: true });
+                    problems.push(LoadProblem { plugin, reason, severity: Severity::Unavailable });
                 }
-                Ok(tools) => {
+                Ok((tools, notes)) => {
+                    problems.extend(notes.into_iter().map(|reason| LoadProblem {
+                        plugin: plugin.clone(),
+                        reason,
+                        severity: Severity::Note,
+                    }));
                     let approve = self.approvals.get(&plugin);
                     // A mistyped name would leave a tool running without approval: say so.
                     for name in
@@ -198,10 +242,21 @@ impl PluginHost {
                                 "require_approval names {name}, which this plugin does not have (its tools: {})",
                                 have.join(", ")
                             ),
-                            unavailable: false,
+                            severity: Severity::Problem,
                         });
                     }
                     for (handler, mut definition) in tools {
+                        if let Some(scope) = definition.scope.as_ref().filter(|s| !self.scopes.contains(s)) {
+                            problems.push(LoadProblem {
+                                plugin: plugin.clone(),
+                                reason: format!(
+                                    "tool {} is offered only in the scope {scope:?}, which this configuration does not serve; add scopes = [{scope:?}] to offer it",
+                                    definition.name
+                                ),
+                                severity: Severity::Note,
+                            });
+                            continue;
+                        }
                         if approve.is_some_and(|names| names.iter().any(|n| n == "*" || *n == definition.name)) {
                             definition.requires_approval = crate::tool::Approval::Always;
                         }
@@ -209,14 +264,14 @@ impl PluginHost {
                             problems.push(LoadProblem {
                                 plugin: plugin.clone(),
                                 reason: e.to_string(),
-                                unavailable: false,
+                                severity: Severity::Problem,
                             });
                         }
                     }
                 }
             }
         }
-        for p in &problems {
+        for p in problems.iter().filter(|p| p.severity != Severity::Note) {
             tracing::warn!("plugin {}: {}", p.plugin, p.reason);
         }
         (catalog, problems)

@@ -452,7 +452,7 @@ impl ProcessPlugin {
                 // What the plugin's definitions ask for that it cannot honour.
                 let notes = serde_json::from_value::<InitializeResult>(answer).map(|r| r.notes).unwrap_or_default();
                 for note in &notes {
-                    tracing::warn!("plugin {name}: {note}");
+                    tracing::info!("plugin {name}: {note}");
                 }
                 if let Ok(mut kept) = self.notes.lock() {
                     *kept = notes;

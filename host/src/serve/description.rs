@@ -8,33 +8,40 @@
 //! catalog whenever the tool list is read, so it always matches what programs can call.
 
 use crate::limits::{human_bytes, human_duration, Limits};
-use crate::tool::Catalog;
+use crate::tool::{Approval, Catalog};
+use crate::typescript::access_path;
 
 /// The `execute` tool's description for `catalog` under `limits`, with results cut at
 /// `output_bytes`.
 pub fn execute_description(catalog: &Catalog, limits: &Limits, output_bytes: usize) -> String {
-    let approvals: Vec<String> = catalog
-        .plugins()
-        .flat_map(|(plugin, tools)| {
-            tools
-                .filter(|t| !t.definition.requires_approval.is_never())
-                .map(|t| format!("tools.{plugin}.{}", t.definition.name))
-                .collect::<Vec<_>>()
-        })
-        .collect();
-    let approval_note = if approvals.is_empty() {
-        String::new()
-    } else {
-        format!(
-            "\nThese tools ask a person to approve each call first; a declined call rejects with an Error saying so: {}.\n",
-            approvals.join(", ")
-        )
+    let asking = |level: Approval| -> Vec<String> {
+        catalog
+            .plugins()
+            .flat_map(|(plugin, tools)| {
+                tools
+                    .filter(|t| t.definition.requires_approval == level)
+                    .map(|t| format!("tools{}{}", access_path(plugin), access_path(&t.definition.name)))
+                    .collect::<Vec<_>>()
+            })
+            .collect()
     };
+    let mut approval_note = String::new();
+    for (level, when) in
+        [(Approval::Always, "each call"), (Approval::OncePerSession, "their first call in this session")]
+    {
+        let tools = asking(level);
+        if !tools.is_empty() {
+            approval_note.push_str(&format!(
+                "\nThese tools ask a person to approve {when} first; a declined call rejects with an Error saying so: {}.\n",
+                tools.join(", ")
+            ));
+        }
+    }
     let tool_count: usize = catalog.plugins().map(|(_, tools)| tools.count()).sum();
     format!(
         r#"Runs a JavaScript program that calls tools, and returns what the program returns.
 
-Write the program as the body of an async function (use `await` and `return`), or as one expression such as an async arrow function `async (tools) => ...`, which is called with `tools`. Call a tool as `await tools.<plugin>.<tool>(input)`; names with characters other than letters, digits, `_` and `$` are also reachable with `_` in their place (`tools.my_db.search_rows` for plugin my-db, tool search-rows). Calls started together run together: use `Promise.all` for independent calls, and loop, filter and combine results in the program so that only what you need comes back.
+Write the program as the body of an async function (use `await` and `return`), or as one expression such as an async arrow function `async (tools) => ...`, which is called with `tools`; TypeScript, a Markdown code fence around the program, `export default` of such a function, and a last expression without `return` (whose value is returned) work too. Call a tool as `await tools.<plugin>.<tool>(input)`; names with characters other than letters, digits, `_` and `$` are also reachable with `_` in their place (`tools.my_db.search_rows` for plugin my-db, tool search-rows). Calls started together run together: use `Promise.all` for independent calls, and loop, filter and combine results in the program so that only what you need comes back.
 
 Example:
 const [oslo, rome] = await Promise.all([tools.weather.forecast({{ city: "Oslo" }}), tools.weather.forecast({{ city: "Rome" }})]);
@@ -46,7 +53,7 @@ Limits: {memory} of memory; {cpu} of JavaScript between two tool answers (waitin
 
 Results: the returned value as JSON text (a string as it is), then the console output. A result longer than {output} is cut to fit, keeping the JSON valid, with a marker that says what was cut: return less (filter, slice, pick fields) rather than more. A failed program (an uncaught error with its stack, a limit with its value, a stuck promise, a crash) is an error result whose text says why.
 
-A tool call resolves with the tool's structured result when its declaration below has a return type, otherwise with its text (JSON.parse it if it is JSON), or with its content list when the result holds images. A failed call rejects with an Error whose message is the tool's message: catch it to try something else.
+A tool call resolves with the tool's structured result when its declaration below has a return type, otherwise with its text (JSON.parse it if it is JSON), or with its content list when the result holds anything but text (images, audio, resources). A failed call rejects with an Error whose message is the tool's message: catch it to try something else.
 {approval_note}
 The {tool_count} tools, as TypeScript declarations (`tools` is `Tools`):
 

@@ -155,8 +155,9 @@ const registry = new SafeMap();
 /** True once `initialize` was answered: later changes are announced. */
 let serving = false;
 const toolsChanged = () => { if (serving) opToolsChanged(); };
-/** Things the plugin's format asks for that codemode does not honour, said at load. */
+/** Things the plugin's format asks for that codemode does not honour, or that its layout holds and codemode leaves out, said at load. */
 const notes = [];
+for (let i = 0; i < setup.skipped.length; i++) ArrayPrototypePush(notes, setup.skipped[i]);
 
 const TOOL_NAME = new SafeRegExp("^[A-Za-z0-9_-]{1,64}$");
 
@@ -363,15 +364,18 @@ function simpleToolProblem(name, value) {
 /**
  * What a tool returned, as the JSON text of an MCP CallToolResult: a string is text
  * content, an object with a `content` array is a result already (any content kind MCP
- * defines; Rust checks its shape), anything else is JSON text plus structuredContent.
+ * defines; Rust checks its shape), an object is JSON text plus structuredContent (which
+ * MCP says is an object), and any other value is JSON text.
  */
 function resultText(value) {
   if (typeof value === "string") return JSONStringify({ content: [{ type: "text", text: value }] });
   if (value === undefined) value = null;
-  if (value !== null && typeof value === "object" && ArrayIsArray(value.content)) return JSONStringify(value);
+  const isObject = value !== null && typeof value === "object" && !ArrayIsArray(value);
+  if (isObject && ArrayIsArray(value.content)) return JSONStringify(value);
   const text = JSONStringify(value);
   if (text === undefined) throw new PluginTypeError(`the tool returned a ${typeof value}, which cannot be sent as JSON`);
-  return `{"content":[{"type":"text","text":${JSONStringify(text)}}],"structuredContent":${text}}`;
+  const content = `{"content":[{"type":"text","text":${JSONStringify(text)}}]`;
+  return isObject ? `${content},"structuredContent":${text}}` : `${content}}`;
 }
 
 const failedText = (message) => JSONStringify({ content: [{ type: "text", text: message }], isError: true });
@@ -607,7 +611,13 @@ const PLUGIN_GLOBALS = [
   ["queueMicrotask", web.timerGlobals.queueMicrotask, true],
   ["TextEncoder", web.TextEncoder, true],
   ["TextDecoder", web.TextDecoder, true],
+  ["URL", web.URL, true],
+  ["URLSearchParams", web.URLSearchParams, true],
+  ["Blob", web.Blob, true],
+  ["File", web.File, true],
+  ["FormData", web.FormData, true],
   ["Headers", web.Headers, true],
+  ["Request", web.Request, true],
   ["Response", web.Response, true],
   ["fetch", fetch, true],
   ["crypto", cryptoObject, true],

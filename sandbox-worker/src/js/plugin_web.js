@@ -17,6 +17,16 @@ const web = (function () {
     ArrayIsArray,
     ArrayPrototypeJoin,
     ArrayPrototypePush,
+    ArrayPrototypeSlice,
+    ArrayPrototypeSort,
+    NumberPrototypeToString,
+    ObjectDefineProperty,
+    SafeRegExp,
+    StringPrototypeCharCodeAt,
+    StringPrototypeIndexOf,
+    StringPrototypeReplace,
+    StringPrototypeSlice,
+    StringPrototypeSplit,
     DateNow,
     Error: ErrorCtor,
     JSONParse,
@@ -211,6 +221,250 @@ const web = (function () {
     }
   }
 
+  // --------------------------------------------------------------------- URL
+  const { op_plugin_url_parse: opUrlParse, op_plugin_url_set: opUrlSet } = core.ops;
+  const URL_PARTS = ["href", "protocol", "username", "password", "host", "hostname", "port", "pathname", "search", "hash"];
+
+  /** `+` and the characters application/x-www-form-urlencoded escapes beyond encodeURIComponent's. */
+  function formEncode(text) {
+    return StringPrototypeReplace(StringPrototypeReplace(encodeURIComponent(text), FORM_EXTRA, (c) => `%${StringPrototypeToUpperCase(NumberPrototypeToString(StringPrototypeCharCodeAt(c, 0), 16))}`), SPACE_ESCAPE, "+");
+  }
+  const FORM_EXTRA = new SafeRegExp("[!'()~]", "g");
+  const SPACE_ESCAPE = new SafeRegExp("%20", "g");
+  const PLUS = new SafeRegExp("\\+", "g");
+
+  function formDecode(text) {
+    const spaced = StringPrototypeReplace(text, PLUS, " ");
+    try {
+      return decodeURIComponent(spaced);
+    } catch {
+      return spaced;
+    }
+  }
+
+  const searchOwner = new SafeWeakMap();
+  class URLSearchParams {
+    #list = [];
+    constructor(init = undefined) {
+      if (init === undefined || init === null) return;
+      if (typeof init === "string") {
+        this.#parse(init);
+      } else if (typeof init === "object" && typeof init[primordials.SymbolIterator] === "function") {
+        for (const pair of init) ArrayPrototypePush(this.#list, [StringCtor(pair[0]), StringCtor(pair[1])]);
+      } else if (typeof init === "object") {
+        const entries = ObjectEntries(init);
+        for (let i = 0; i < entries.length; i++) ArrayPrototypePush(this.#list, [entries[i][0], StringCtor(entries[i][1])]);
+      } else {
+        this.#parse(StringCtor(init));
+      }
+    }
+    #parse(text) {
+      this.#list = [];
+      const body = text[0] === "?" ? StringPrototypeSlice(text, 1) : text;
+      if (body === "") return;
+      const pieces = StringPrototypeSplit(body, "&");
+      for (let i = 0; i < pieces.length; i++) {
+        if (pieces[i] === "") continue;
+        const at = StringPrototypeIndexOf(pieces[i], "=");
+        const name = at < 0 ? pieces[i] : StringPrototypeSlice(pieces[i], 0, at);
+        const value = at < 0 ? "" : StringPrototypeSlice(pieces[i], at + 1);
+        ArrayPrototypePush(this.#list, [formDecode(name), formDecode(value)]);
+      }
+    }
+    #changed() {
+      const url = WeakMapPrototypeGet(searchOwner, this);
+      if (url) url.search = this.toString();
+    }
+    /** For URL: the query changed from the URL's side. */
+    static _reset(params, search) { params.#parse(search); }
+    get size() { return this.#list.length; }
+    append(name, value) { ArrayPrototypePush(this.#list, [StringCtor(name), StringCtor(value)]); this.#changed(); }
+    delete(name, value = undefined) {
+      const kept = [];
+      for (let i = 0; i < this.#list.length; i++) {
+        const n = this.#list[i][0], v = this.#list[i][1];
+        if (!(n === StringCtor(name) && (value === undefined || v === StringCtor(value)))) ArrayPrototypePush(kept, this.#list[i]);
+      }
+      this.#list = kept;
+      this.#changed();
+    }
+    get(name) {
+      for (let i = 0; i < this.#list.length; i++) if (this.#list[i][0] === StringCtor(name)) return this.#list[i][1];
+      return null;
+    }
+    getAll(name) {
+      const found = [];
+      for (let i = 0; i < this.#list.length; i++) if (this.#list[i][0] === StringCtor(name)) ArrayPrototypePush(found, this.#list[i][1]);
+      return found;
+    }
+    has(name, value = undefined) {
+      for (let i = 0; i < this.#list.length; i++) {
+        if (this.#list[i][0] === StringCtor(name) && (value === undefined || this.#list[i][1] === StringCtor(value))) return true;
+      }
+      return false;
+    }
+    set(name, value) {
+      const key = StringCtor(name);
+      const kept = [];
+      let placed = false;
+      for (let i = 0; i < this.#list.length; i++) {
+        if (this.#list[i][0] !== key) ArrayPrototypePush(kept, this.#list[i]);
+        else if (!placed) { ArrayPrototypePush(kept, [key, StringCtor(value)]); placed = true; }
+      }
+      if (!placed) ArrayPrototypePush(kept, [key, StringCtor(value)]);
+      this.#list = kept;
+      this.#changed();
+    }
+    sort() {
+      this.#list = ArrayPrototypeSort(ArrayPrototypeSlice(this.#list), (a, b) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0));
+      this.#changed();
+    }
+    forEach(callback, thisArg = undefined) {
+      for (let i = 0; i < this.#list.length; i++) ReflectApply(callback, thisArg, [this.#list[i][1], this.#list[i][0], this]);
+    }
+    entries() { return new SafeArrayIterator(ArrayPrototypeSlice(this.#list)); }
+    keys() { const k = []; for (let i = 0; i < this.#list.length; i++) ArrayPrototypePush(k, this.#list[i][0]); return new SafeArrayIterator(k); }
+    values() { const v = []; for (let i = 0; i < this.#list.length; i++) ArrayPrototypePush(v, this.#list[i][1]); return new SafeArrayIterator(v); }
+    [primordials.SymbolIterator]() { return this.entries(); }
+    toString() {
+      const pieces = [];
+      for (let i = 0; i < this.#list.length; i++) ArrayPrototypePush(pieces, `${formEncode(this.#list[i][0])}=${formEncode(this.#list[i][1])}`);
+      return ArrayPrototypeJoin(pieces, "&");
+    }
+  }
+
+  class URL {
+    #parts;
+    #search = null;
+    constructor(input, base = undefined) {
+      const text = input !== null && typeof input === "object" && #parts in input ? input.href : StringCtor(input);
+      const baseText = base === undefined ? null : StringCtor(base !== null && typeof base === "object" && #parts in base ? base.href : base);
+      this.#parts = opUrlParse(text, baseText);
+    }
+    static canParse(input, base = undefined) {
+      try {
+        new URL(input, base);
+        return true;
+      } catch {
+        return false;
+      }
+    }
+    static parse(input, base = undefined) {
+      try {
+        return new URL(input, base);
+      } catch {
+        return null;
+      }
+    }
+    get origin() { return this.#parts.origin; }
+    get searchParams() {
+      if (this.#search === null) {
+        this.#search = new URLSearchParams(this.#parts.search);
+        WeakMapPrototypeSet(searchOwner, this.#search, this);
+      }
+      return this.#search;
+    }
+    toString() { return this.#parts.href; }
+    toJSON() { return this.#parts.href; }
+    static {
+      // One getter and setter per part; a setter re-parses, as the URL API's do.
+      for (let i = 0; i < URL_PARTS.length; i++) {
+        const part = URL_PARTS[i];
+        ObjectDefineProperty(URL.prototype, part, {
+          get() { return this.#parts[part]; },
+          set(value) {
+            this.#parts = opUrlSet(this.#parts.href, part, StringCtor(value));
+            if (this.#search !== null && part !== "hash") URLSearchParams._reset(this.#search, this.#parts.search);
+          },
+          enumerable: true,
+          configurable: true,
+        });
+      }
+    }
+  }
+
+  // ----------------------------------------------------- Blob, File, FormData
+  /** The bytes of a Blob part: text (UTF-8), bytes, a buffer, or another Blob. */
+  const blobBytes = new SafeWeakMap();
+  function partBytes(part) {
+    if (typeof part === "string") return encodeText(part);
+    if (part instanceof Blob) return WeakMapPrototypeGet(blobBytes, part);
+    if (ArrayBufferIsView(part)) return new Uint8ArrayCtor(part.buffer, part.byteOffset, part.byteLength);
+    if (part instanceof ArrayBuffer) return new Uint8ArrayCtor(part);
+    return encodeText(StringCtor(part));
+  }
+
+  class Blob {
+    #type;
+    constructor(parts = [], options = undefined) {
+      const chunks = [];
+      let length = 0;
+      for (const part of parts) {
+        const bytes = partBytes(part);
+        ArrayPrototypePush(chunks, bytes);
+        length += bytes.length;
+      }
+      const all = new Uint8ArrayCtor(length);
+      let at = 0;
+      for (let i = 0; i < chunks.length; i++) {
+        all.set(chunks[i], at);
+        at += chunks[i].length;
+      }
+      WeakMapPrototypeSet(blobBytes, this, all);
+      this.#type = options && options.type ? StringPrototypeToLowerCase(StringCtor(options.type)) : "";
+    }
+    get size() { return WeakMapPrototypeGet(blobBytes, this).length; }
+    get type() { return this.#type; }
+    async text() { return decodeText(WeakMapPrototypeGet(blobBytes, this)); }
+    async bytes() { return WeakMapPrototypeGet(blobBytes, this).slice(); }
+    async arrayBuffer() { return WeakMapPrototypeGet(blobBytes, this).slice().buffer; }
+    slice(start = 0, end = undefined, type = "") {
+      return new Blob([WeakMapPrototypeGet(blobBytes, this).subarray(start, end)], { type });
+    }
+  }
+
+  class File extends Blob {
+    #name;
+    #lastModified;
+    constructor(parts, name, options = undefined) {
+      super(parts, options);
+      this.#name = StringCtor(name);
+      this.#lastModified = options && options.lastModified !== undefined ? +options.lastModified : DateNow();
+    }
+    get name() { return this.#name; }
+    get lastModified() { return this.#lastModified; }
+  }
+
+  class FormData {
+    #entries = [];
+    #value(value, filename) {
+      if (value instanceof Blob) return value instanceof File && filename === undefined ? value : new File([value], filename === undefined ? "blob" : filename, { type: value.type });
+      return StringCtor(value);
+    }
+    append(name, value, filename = undefined) { ArrayPrototypePush(this.#entries, [StringCtor(name), this.#value(value, filename)]); }
+    set(name, value, filename = undefined) { this.delete(name); this.append(name, value, filename); }
+    delete(name) {
+      const kept = [];
+      for (let i = 0; i < this.#entries.length; i++) if (this.#entries[i][0] !== StringCtor(name)) ArrayPrototypePush(kept, this.#entries[i]);
+      this.#entries = kept;
+    }
+    get(name) {
+      for (let i = 0; i < this.#entries.length; i++) if (this.#entries[i][0] === StringCtor(name)) return this.#entries[i][1];
+      return null;
+    }
+    getAll(name) {
+      const found = [];
+      for (let i = 0; i < this.#entries.length; i++) if (this.#entries[i][0] === StringCtor(name)) ArrayPrototypePush(found, this.#entries[i][1]);
+      return found;
+    }
+    has(name) { return this.get(name) !== null; }
+    forEach(callback, thisArg = undefined) {
+      for (let i = 0; i < this.#entries.length; i++) ReflectApply(callback, thisArg, [this.#entries[i][1], this.#entries[i][0], this]);
+    }
+    entries() { return new SafeArrayIterator(ArrayPrototypeSlice(this.#entries)); }
+    [primordials.SymbolIterator]() { return this.entries(); }
+  }
+
   // -------------------------------------------------------------------- fetch
   class Headers {
     #pairs;
@@ -261,6 +515,28 @@ const web = (function () {
     async arrayBuffer() { return (await this.bytes()).buffer; }
   }
 
+  class Request {
+    #body;
+    constructor(input, init = undefined) {
+      const from = input instanceof Request ? input : null;
+      const options = init || {};
+      this.url = from ? from.url : StringCtor(input && typeof input === "object" && "href" in input ? input.href : input);
+      this.method = StringPrototypeToUpperCase(StringCtor(options.method || (from ? from.method : "GET")));
+      this.headers = new Headers(options.headers || (from ? from.headers : undefined));
+      this.signal = options.signal || (from ? from.signal : null);
+      this.#body = options.body !== undefined ? options.body : from ? from.#body : null;
+      if (this.#body !== null && this.#body !== undefined && typeof this.#body !== "string") {
+        throw new TypeErrorCtor("Request: `body` must be a string (use JSON.stringify for JSON)");
+      }
+    }
+    async text() { return this.#body === null || this.#body === undefined ? "" : this.#body; }
+    async json() { return JSONParse(await this.text()); }
+    /** The request as fetch's options. */
+    static _init(request) {
+      return { method: request.method, headers: request.headers, body: request.#body, signal: request.signal };
+    }
+  }
+
   /** Headers as pairs: an array of pairs, a Headers, or an object. */
   function headerPairs(headers) {
     const pairs = [];
@@ -280,8 +556,9 @@ const web = (function () {
    * checks it against the plugin's allowlist, and resolves with its answer.
    */
   function makeFetch(name, send) {
-    return async function fetch(url, init) {
-      const options = init || {};
+    return async function fetch(input, init) {
+      const url = input instanceof Request ? input.url : input;
+      const options = input instanceof Request ? { ...Request._init(input), ...(init || {}) } : init || {};
       if (options.body !== undefined && options.body !== null && typeof options.body !== "string") {
         throw new TypeErrorCtor(`${name}: \`body\` must be a string (use JSON.stringify for JSON)`);
       }
@@ -305,6 +582,12 @@ const web = (function () {
     fireTimers,
     TextEncoder,
     TextDecoder,
+    URL,
+    URLSearchParams,
+    Blob,
+    File,
+    FormData,
+    Request,
     Headers,
     Response,
     makeFetch,

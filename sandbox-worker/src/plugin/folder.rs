@@ -210,14 +210,16 @@ impl MemoryFs {
             resolved = normal(&resolved.join(component));
             match self.links.get(&resolved) {
                 None => {}
-                Some(Link::Outside(target)) => return Err(io::Error::new(
-                    io::ErrorKind::PermissionDenied,
-                    format!(
+                Some(Link::Outside(target)) => {
+                    return Err(io::Error::new(
+                        io::ErrorKind::PermissionDenied,
+                        format!(
                         "{} is a symbolic link out of the plugin's folder (to {}); a plugin imports only its own files",
                         resolved.display(),
                         target.display()
                     ),
-                )),
+                    ))
+                }
                 Some(Link::Inside(target)) => {
                     hops += 1;
                     if hops > 40 {

@@ -107,6 +107,7 @@ pub fn run(options: PluginOptions) -> ! {
         format: format.as_str(),
         may_provide_tools: manifest.is_none_or(|m| m.may_provide_tools()),
         settings: initialize.settings,
+        skipped: layout.skipped.clone(),
     });
     if let Err(e) = runtime.execute_script("codemode:plugin", crate::engine::PLUGIN_RUNTIME_JS) {
         refuse(&link, &format!("plugin {name}: the plugin runtime did not start: {e}"));
@@ -125,7 +126,7 @@ pub fn run(options: PluginOptions) -> ! {
         refuse(&link, &format!("plugin {name} cannot enter its sandbox: {e}"));
     }
     let memory_trip = MemoryTrip::new(&mut runtime);
-    memory::set_heap_limit(&mut runtime, options.memory_bytes, &memory_trip);
+    memory::set_heap_limit_unarmed(&mut runtime, options.memory_bytes);
 
     let event_loop = event_loop(&link, &clock)
         .unwrap_or_else(|e| refuse(&link, &format!("plugin {name}: cannot start the event loop: {e}")));
@@ -147,6 +148,7 @@ pub fn run(options: PluginOptions) -> ! {
             let namespace = runtime.get_module_namespace(id).map_err(|e| e.to_string())?;
             loaded.push((entry.clone(), namespace));
         }
+        memory::set_heap_limit(&mut runtime, options.memory_bytes, &memory_trip);
         let entries = {
             deno_core::scope!(scope, &mut runtime);
             let list = v8::Array::new(scope, 0);
@@ -175,6 +177,11 @@ pub fn run(options: PluginOptions) -> ! {
             .map_err(|e| e.to_string())?;
         Ok::<(), String>(())
     });
+    // While the modules loaded, only the heap limit itself stood (no callback): a
+    // termination the CPU limit did not cause was the memory limit.
+    if ended.is_err() && runtime.v8_isolate().is_execution_terminating() && !clock.tripped() {
+        memory_trip.trip();
+    }
     let reason = stop_reason(ended, &options, &memory_trip, &clock);
     link.fail_in_flight(&|tool| match tool {
         Some(tool) => format!("tool {name}.{tool} failed: {reason}"),

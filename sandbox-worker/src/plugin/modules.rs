@@ -120,6 +120,8 @@ pub struct PluginModules {
     folder: PathBuf,
     /// Export names found for CommonJS modules, by path.
     cjs_names: RefCell<HashMap<PathBuf, Vec<String>>>,
+    /// What each module is, by path, once it was asked.
+    kinds: RefCell<HashMap<PathBuf, Kind>>,
 }
 
 fn options(conditions: &[&str], main_fields: &[&str]) -> ResolveOptions {
@@ -150,7 +152,7 @@ impl PluginModules {
             options(&["import", "module", "default"], &["module", "main"]),
         );
         let requires = imports.clone_with_options(options(&["require", "default"], &["main"]));
-        Self { fs, imports, requires, folder, cjs_names: RefCell::default() }
+        Self { fs, imports, requires, folder, cjs_names: RefCell::default(), kinds: RefCell::default() }
     }
 
     /// The URL of one of the plugin's files, given by its path inside the folder.
@@ -179,30 +181,37 @@ impl PluginModules {
         if !path.starts_with(ROOT) {
             return Err(format!("{who} imports {specifier:?}, which leads outside the plugin's folder"));
         }
-        let kind = self.kind_of(&path, resolution.package_json().and_then(|p| p.r#type()));
+        let kind = self.kind_of(&path);
         let url =
             ModuleSpecifier::from_file_path(&path).map_err(|()| format!("{} is not a module path", path.display()))?;
         Ok((url, kind))
     }
 
-    /// What the file at `path` is (see the module docs for `.js`).
-    fn kind_of(&self, path: &Path, package_type: Option<PackageType>) -> Kind {
+    /// What the file at `path` is (see the module docs for `.js`); asked once per file.
+    fn kind_of(&self, path: &Path) -> Kind {
+        if let Some(kind) = self.kinds.borrow().get(path) {
+            return *kind;
+        }
         let name = path.to_string_lossy();
         let ends = |suffixes: &[&str]| suffixes.iter().any(|s| name.ends_with(s));
-        if ends(&[".json"]) {
+        let kind = if ends(&[".json"]) {
             Kind::Json
         } else if ends(&[".cjs", ".cts"]) {
             Kind::CommonJs
-        } else if ends(&[".mjs", ".mts", ".ts", ".tsx"]) || package_type == Some(PackageType::Module) {
+        } else if ends(&[".mjs", ".mts", ".ts", ".tsx"]) {
             Kind::Module
-        } else if package_type == Some(PackageType::CommonJs) {
-            Kind::CommonJs
         } else {
-            match self.fs.file(path) {
-                Ok(bytes) if has_module_syntax(&String::from_utf8_lossy(&bytes)) => Kind::Module,
-                _ => Kind::CommonJs,
+            match self.package_type(path) {
+                Some(PackageType::Module) => Kind::Module,
+                Some(PackageType::CommonJs) => Kind::CommonJs,
+                None => match self.fs.file(path) {
+                    Ok(bytes) if has_module_syntax(&String::from_utf8_lossy(&bytes)) => Kind::Module,
+                    _ => Kind::CommonJs,
+                },
             }
-        }
+        };
+        self.kinds.borrow_mut().insert(path.to_path_buf(), kind);
+        kind
     }
 
     /// A resolver's refusal, in words that say what to do.
@@ -313,7 +322,7 @@ impl PluginModules {
             return Err(format!("module {url} is not a file of the plugin"));
         }
         let path = PathBuf::from(url.path());
-        match self.kind_of(&path, self.package_type(&path)) {
+        match self.kind_of(&path) {
             Kind::Json => Ok(module(ModuleType::Json, self.source(url)?, url)),
             Kind::CommonJs => Ok(module(ModuleType::JavaScript, self.commonjs_facade(url), url)),
             Kind::Module if matches!(requested, RequestedModuleType::Json) => {
@@ -541,12 +550,9 @@ mod tests {
             ("pkg/package.json", r#"{ "type": "module" }"#),
             ("pkg/c.js", "globalThis.x = 1"),
         ]);
-        assert_eq!(m.kind_of(Path::new("/plugin/a.js"), None), Kind::Module);
-        assert_eq!(m.kind_of(Path::new("/plugin/b.js"), None), Kind::CommonJs);
-        assert_eq!(
-            m.kind_of(Path::new("/plugin/pkg/c.js"), m.package_type(Path::new("/plugin/pkg/c.js"))),
-            Kind::Module
-        );
+        assert_eq!(m.kind_of(Path::new("/plugin/a.js")), Kind::Module);
+        assert_eq!(m.kind_of(Path::new("/plugin/b.js")), Kind::CommonJs);
+        assert_eq!(m.kind_of(Path::new("/plugin/pkg/c.js")), Kind::Module);
     }
 
     #[test]

@@ -19,7 +19,8 @@
 //!   ends then, with a `timers` delivery;
 //! - `op_plugin_require` and `op_plugin_module_source` serve `plugin.js`'s CommonJS
 //!   runtime from the plugin's modules ([`super::modules`]); `op_plugin_random` gives
-//!   `crypto` its random bytes;
+//!   `crypto` its random bytes; `op_plugin_url_parse` and `op_plugin_url_set` are the
+//!   WHATWG URL parser behind `URL`;
 //! - `op_plugin_setup` and `op_plugin_register_driver` connect `plugin.js` to
 //!   [`super::run`].
 //!
@@ -64,6 +65,8 @@ pub struct PluginSetup {
     pub may_provide_tools: bool,
     /// Its settings, from `initialize`.
     pub settings: Map<String, Value>,
+    /// What its layout holds that is not loaded, each with why (reported at load).
+    pub skipped: Vec<String>,
 }
 
 /// The registered driver function of `plugin.js`.
@@ -608,6 +611,87 @@ pub fn op_plugin_module_source(state: &mut OpState, #[string] url: &str) -> Resu
     modules(state)?.source(&url).map_err(JsErrorBox::generic)
 }
 
+/// A URL's parts, as the WHATWG URL API reads them.
+#[derive(Debug, Serialize)]
+pub struct UrlParts {
+    href: String,
+    origin: String,
+    protocol: String,
+    username: String,
+    password: String,
+    host: String,
+    hostname: String,
+    port: String,
+    pathname: String,
+    search: String,
+    hash: String,
+}
+
+impl UrlParts {
+    fn of(url: &deno_core::url::Url) -> Self {
+        use deno_core::url::quirks;
+        Self {
+            href: quirks::href(url).into(),
+            origin: quirks::origin(url),
+            protocol: quirks::protocol(url).into(),
+            username: quirks::username(url).into(),
+            password: quirks::password(url).into(),
+            host: quirks::host(url).into(),
+            hostname: quirks::hostname(url).into(),
+            port: quirks::port(url).into(),
+            pathname: quirks::pathname(url).into(),
+            search: quirks::search(url).into(),
+            hash: quirks::hash(url).into(),
+        }
+    }
+}
+
+fn invalid_url(input: &str) -> JsErrorBox {
+    JsErrorBox::type_error(format!("Invalid URL: {input:?}"))
+}
+
+/// Parses `input` (against `base`) as `new URL(input, base)` does.
+#[op2]
+#[serde]
+pub fn op_plugin_url_parse(#[string] input: &str, #[string] base: Option<String>) -> Result<UrlParts, JsErrorBox> {
+    use deno_core::url::Url;
+    let url = match base {
+        Some(base) => Url::parse(&base).and_then(|b| b.join(input)),
+        None => Url::parse(input),
+    }
+    .map_err(|_| invalid_url(input))?;
+    Ok(UrlParts::of(&url))
+}
+
+/// `href` with one part set as the URL API's setters do (a value the part cannot take
+/// leaves the URL as it was).
+#[op2]
+#[serde]
+pub fn op_plugin_url_set(
+    #[string] href: &str,
+    #[string] part: &str,
+    #[string] value: &str,
+) -> Result<UrlParts, JsErrorBox> {
+    use deno_core::url::{quirks, Url};
+    let mut url = Url::parse(href).map_err(|_| invalid_url(href))?;
+    // The URL API ignores a value a part cannot take (the setters' `Err(())`, which
+    // says nothing more); only `href` throws.
+    match part {
+        "href" => quirks::set_href(&mut url, value).map_err(|_| invalid_url(value))?,
+        "protocol" => quirks::set_protocol(&mut url, value).unwrap_or_default(),
+        "username" => quirks::set_username(&mut url, value).unwrap_or_default(),
+        "password" => quirks::set_password(&mut url, value).unwrap_or_default(),
+        "host" => quirks::set_host(&mut url, value).unwrap_or_default(),
+        "hostname" => quirks::set_hostname(&mut url, value).unwrap_or_default(),
+        "port" => quirks::set_port(&mut url, value).unwrap_or_default(),
+        "pathname" => quirks::set_pathname(&mut url, value),
+        "search" => quirks::set_search(&mut url, value),
+        "hash" => quirks::set_hash(&mut url, value),
+        other => return Err(JsErrorBox::type_error(format!("a URL has no part named {other}"))),
+    }
+    Ok(UrlParts::of(&url))
+}
+
 /// `length` random bytes from the kernel (`crypto.getRandomValues`, `randomUUID`).
 #[op2]
 #[buffer]
@@ -649,6 +733,8 @@ deno_core::extension!(
         op_plugin_require,
         op_plugin_module_source,
         op_plugin_random,
+        op_plugin_url_parse,
+        op_plugin_url_set,
     ],
 );
 

@@ -1,0 +1,553 @@
+//! Every seed system's tool format, loaded as its authors lay it out, with the real npm
+//! packages they would install (`scripts/npm-fixtures.sh` puts them in target/formats),
+//! and called through `codemode run` and `codemode tools` as a person would.
+//!
+//! Each format shows: the declarations carry the real types of its schemas (zod 3,
+//! zod 4, ArkType, JSON Schema), a wrong input is refused naming the field, defaults and
+//! transforms reach the handler, the network allowlist holds, settings arrive where the
+//! format reads them, every documented `ctx`/`host` member exists (those codemode has
+//! nothing behind throw `codemode does not offer <name>`), and what codemode does not
+//! honour is said at load. The MCP side (approvals through elicitation) is in
+//! tests/mcp/test_plugin_formats.py.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+use serde_json::{json, Value};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+/// A fixture installed by `scripts/npm-fixtures.sh`.
+fn fixture(name: &str) -> PathBuf {
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../target/formats").join(name);
+    assert!(
+        dir.is_dir(),
+        "{} is missing: run scripts/npm-fixtures.sh first (scripts/test.sh does), it installs the fixtures' npm packages",
+        dir.display()
+    );
+    std::fs::canonicalize(dir).unwrap()
+}
+
+/// A fresh folder with `files` (and their folders).
+fn folder(label: &str, files: &[(&str, &str)]) -> PathBuf {
+    let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos();
+    let dir = std::env::temp_dir().join(format!("codemode-formats-{label}-{}-{nanos}", std::process::id()));
+    for (name, text) in files {
+        let path = dir.join(name);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, text).unwrap();
+    }
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::canonicalize(dir).unwrap()
+}
+
+/// A configuration file holding `entries`, in a folder of its own.
+fn config(entries: &str) -> PathBuf {
+    let dir = folder("config", &[]);
+    let path = dir.join("codemode.toml");
+    std::fs::write(&path, entries).unwrap();
+    path
+}
+
+/// `codemode ARGS` with `stdin`, and extra environment: (exit code, stdout, stderr).
+fn codemode(args: &[&str], stdin: &str, env: &[(&str, &str)]) -> (i32, String, String) {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_codemode"))
+        .args(args)
+        .envs(env.iter().copied())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let _ = child.stdin.take().unwrap().write_all(stdin.as_bytes());
+    let out = child.wait_with_output().unwrap();
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// The value a program returns under `config` (it must succeed).
+fn run(config: &Path, program: &str, env: &[(&str, &str)]) -> Value {
+    let (code, out, err) = codemode(&["run", "--json", "--config", config.to_str().unwrap(), "-"], program, env);
+    let outcome: Value = serde_json::from_str(&out).unwrap_or_else(|e| panic!("not JSON ({e}): {out}\n{err}"));
+    assert_eq!((code, &outcome["kind"]), (0, &json!("ok")), "{outcome:#}\n{err}");
+    serde_json::from_str(outcome["value"].as_str().unwrap()).unwrap()
+}
+
+/// The message a call rejects with (the program catches it).
+fn rejection(config: &Path, call: &str) -> String {
+    rejection_with(config, call, &[])
+}
+
+/// [`rejection`] with extra environment.
+fn rejection_with(config: &Path, call: &str, env: &[(&str, &str)]) -> String {
+    let program = format!("try {{ await {call}; return null }} catch (e) {{ return e.message }}");
+    let v = run(config, &program, env);
+    v.as_str().unwrap_or_else(|| panic!("{call} did not reject: {v}")).to_string()
+}
+
+/// `codemode tools` (with `--typescript`): (exit code, stdout, stderr).
+fn tools(config: &Path, typescript: bool, env: &[(&str, &str)]) -> (i32, String, String) {
+    let mut args = vec!["tools", "--config", config.to_str().unwrap()];
+    if typescript {
+        args.push("--typescript");
+    }
+    codemode(&args, "", env)
+}
+
+/// A tiny HTTP server answering `routes` (path → JSON body), 404 otherwise.
+async fn http_server(routes: Vec<(&'static str, Value)>) -> u16 {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = listener.local_addr().unwrap().port();
+    tokio::spawn(async move {
+        loop {
+            let Ok((mut socket, _)) = listener.accept().await else { return };
+            let routes = routes.clone();
+            tokio::spawn(async move {
+                let mut head = Vec::new();
+                let mut buf = [0u8; 4096];
+                while !head.windows(4).any(|w| w == b"\r\n\r\n") {
+                    let n = socket.read(&mut buf).await.unwrap_or(0);
+                    if n == 0 {
+                        return;
+                    }
+                    head.extend_from_slice(&buf[..n]);
+                }
+                let head = String::from_utf8_lossy(&head).to_string();
+                let path = head.split_whitespace().nth(1).unwrap_or("/").split('?').next().unwrap_or("/").to_string();
+                let (status, body) = match routes.iter().find(|(p, _)| *p == path) {
+                    Some((_, body)) => ("200 OK", body.to_string()),
+                    None => ("404 Not Found", "{}".to_string()),
+                };
+                let answer = format!(
+                    "HTTP/1.1 {status}\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+                    body.len()
+                );
+                let _ = socket.write_all(answer.as_bytes()).await;
+            });
+        }
+    });
+    port
+}
+
+#[test]
+fn seed_000_effect_and_zod_over_effect_3_and_4() {
+    for effect in ["effect3", "effect4"] {
+        let dir = fixture(effect);
+        let cfg =
+            config(&format!("[[plugin]]\nname = \"words\"\nkind = \"javascript\"\npath = \"{}\"\n", dir.display()));
+        // Declarations from the zod schemas: `minLength` has a default, so it is optional.
+        let (code, out, err) = tools(&cfg, true, &[]);
+        assert_eq!(code, 0, "{effect}: {err}");
+        for needle in [
+            "\"word-count\"(input: {\n      text: string;",
+            "minLength?: number;",
+            "Default: `1`.",
+            "}): Promise<{\n      words: number;\n    }>;",
+            "\"slow-echo\"(input: {",
+        ] {
+            assert!(out.contains(needle), "{effect}: {needle:?} in\n{out}");
+        }
+        // The input is parsed (the default reaches run), the result parsed against `output`.
+        let v = run(&cfg, r#"return await tools.words["word-count"]({ text: "a bb ccc dddd" })"#, &[]);
+        assert_eq!(v, json!({ "words": 4 }), "{effect}");
+        let v = run(&cfg, r#"return await tools.words.word_count({ text: "a bb ccc dddd", minLength: 3 })"#, &[]);
+        assert_eq!(v, json!({ "words": 2 }), "{effect}");
+        // Effect.sleep runs on the runtime's timers.
+        let v = run(&cfg, r#"return await tools.words.slow_echo({ text: "hi", ms: 30 })"#, &[]);
+        assert_eq!(v, json!("echo: hi"), "{effect}");
+        assert_eq!(
+            rejection(&cfg, r#"tools.words.word_count({ text: 7 })"#),
+            "invalid input for words.word-count: input.text: 7 is not of type \"string\"",
+            "{effect}"
+        );
+        assert_eq!(
+            rejection(&cfg, "tools.words.broken_output({})"),
+            "tool broken-output returned a value that does not match its output schema: output.words: Invalid input: expected number, received string",
+            "{effect}"
+        );
+        // The manifest's rules reach agents.
+        let (_, rules, _) = codemode(&["rules", "--config", cfg.to_str().unwrap()], "", &[]);
+        assert!(rules.contains("## words\n\nCount words with"), "{rules}");
+    }
+}
+
+#[test]
+fn seed_001_zhin_tools_named_after_their_folders() {
+    let dir = fixture("zhin");
+    let cfg = config(&format!(
+        "[[plugin]]\nname = \"bot\"\nkind = \"javascript\"\npath = \"{}\"\nsettings = {{ prefix = \"> \", base = \"https://t.example\" }}\n",
+        dir.display()
+    ));
+    let (code, out, err) = tools(&cfg, false, &[]);
+    assert_eq!(code, 0, "notes do not fail the listing: {err}");
+    assert!(out.contains("tools.bot.echo(input: {\n  /** What to echo */\n  message: string;"), "{out}");
+    assert!(out.contains("tools.bot.short_url(input: {"), "{out}");
+    assert!(out.contains("Promise<string>  // hidden: callable, but not shown to agents"), "{out}");
+    assert!(
+        out.contains("! plugin bot (note): agents/reviewer/tools/check-result: a tool private to an agent; codemode has no agents to select"),
+        "{out}"
+    );
+    assert!(
+        out.contains("! plugin bot (note): tool admin-only (tools/admin-only/index.ts) is not offered: `permissions` restricts who may call it"),
+        "{out}"
+    );
+    assert!(!out.contains("admin_only") && !out.contains("check_result"), "{out}");
+    let (_, declarations, _) = tools(&cfg, true, &[]);
+    assert!(!declarations.contains("touch"), "a hidden tool is not declared:\n{declarations}");
+    // zod 4's defaults reach execute; the configuration's settings arrive as context.config.
+    assert_eq!(run(&cfg, r#"return await tools.bot.echo({ message: "hi" })"#, &[]), json!("> echo: hi"));
+    assert_eq!(run(&cfg, r#"return await tools.bot.echo({ message: "hi", times: 2 })"#, &[]), json!("> echo: hi hi"));
+    assert!(
+        rejection(&cfg, r#"tools.bot.echo({ message: "" })"#).starts_with("invalid input for bot.echo: input.message:")
+    );
+    // 'once' and 'on-risk' for a destructive tool need a person: under `codemode run` nobody can be asked.
+    for call in [r#"tools.bot.short_url({ url: "https://example.com/a" })"#, r#"tools.bot.wipe({ user: "ann" })"#] {
+        let e = rejection(&cfg, call);
+        assert!(e.contains("needs a person's approval for each call, and nobody can be asked here"), "{call}: {e}");
+    }
+    // A hidden tool is callable; every documented context member exists.
+    let members =
+        ["config", "owner", "signal", "use", "generation", "origin", "principal", "policy", "question", "$client"];
+    let v = run(
+        &cfg,
+        &format!("return await Promise.all({}.map((member) => tools.bot.touch({{ member }})))", json!(members)),
+        &[],
+    );
+    let offered = ["config: object", "owner: string", "signal: object"].map(|s| json!(s));
+    let not_offered = members[3..].iter().map(|m| json!(format!("codemode does not offer context.{m}")));
+    assert_eq!(v, Value::Array(offered.into_iter().chain(not_offered).collect()));
+}
+
+#[test]
+fn seed_002_plico_tool_files_with_zod_3_arktype_and_commonjs_packages() {
+    let dir = fixture("plico");
+    let cfg = config(&format!(
+        "[[plugin]]\nname = \"plico\"\nkind = \"javascript\"\npath = \"{}\"\nsettings = {{ PLICO_TOKEN = {{ env = \"TEST_PLICO_TOKEN\" }} }}\n",
+        dir.display()
+    ));
+    let env = [("TEST_PLICO_TOKEN", "s3cret")];
+    let (code, out, err) = tools(&cfg, true, &env);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("add(input: {\n      a: number;"), "{out}");
+    assert!(out.contains("b?: number;") && out.contains("Default: `0`."), "zod 3's default makes b optional:\n{out}");
+    assert!(out.contains("slug(input: {\n      title: string;\n      maxLength?: number;"), "ArkType's schema:\n{out}");
+    // The seed's own example: b defaults to 0 in the handler.
+    assert_eq!(run(&cfg, "return await tools.plico.add({ a: 2 })", &env), json!("2"));
+    assert_eq!(
+        rejection_with(&cfg, r#"tools.plico.add({ a: "x" })"#, &env),
+        "invalid input for plico.add: input.a: \"x\" is not of type \"number\""
+    );
+    // CommonJS packages from npm: named and default imports.
+    let v = run(&cfg, r#"return JSON.parse(await tools.plico.version({ text: "release v1.2 final" }))"#, &env);
+    assert_eq!(v, json!({ "version": "1.2.0", "ms": 172_800_000 }));
+    // ctx: the call's context, an idempotency key, the signal; artifacts are not offered;
+    // the secret setting arrives as process.env, read from codemode's own environment.
+    let v = run(&cfg, "return JSON.parse(await tools.plico.whoami({}))", &env);
+    assert_eq!(v["context"], json!({ "callId": "1" }));
+    assert_eq!(v["key"], json!("plico:whoami:1"));
+    assert_eq!(v["aborted"], json!(false));
+    assert_eq!(v["artifacts"], json!("codemode does not offer ctx.artifacts"));
+    assert_eq!(v["token"], json!("s3cret"));
+    // The secret is never logged nor shown.
+    let (_, out, err) = codemode(&["run", "--config", cfg.to_str().unwrap(), "--log", "debug", "-"], "return 1", &env);
+    assert!(!out.contains("s3cret") && !err.contains("s3cret"), "{out}\n{err}");
+    // approval.required: nobody can approve under `codemode run`.
+    let e = rejection_with(&cfg, r#"tools.plico.slug({ title: "Hello World" })"#, &env);
+    assert!(
+        e.starts_with("tools.plico.slug needs a person's approval for each call, and nobody can be asked here"),
+        "{e}"
+    );
+    // A setting whose variable is not set: the plugin is unavailable, saying which.
+    let (code, out, _) = tools(&cfg, false, &[]);
+    assert_eq!(code, 1);
+    assert!(
+        out.contains("setting PLICO_TOKEN reads the environment variable TEST_PLICO_TOKEN, which is not set"),
+        "{out}"
+    );
+}
+
+#[tokio::test]
+async fn seed_003_a_globals_script_with_host_fetch_and_its_egress() {
+    let port = http_server(vec![(
+        "/v1/forecast",
+        json!({ "daily": { "temperature_2m_min": [1, 2], "temperature_2m_max": [5, 9] } }),
+    )])
+    .await;
+    let text =
+        std::fs::read_to_string(fixture("globals").join("weather.ts")).unwrap().replace("__PORT__", &port.to_string());
+    let dir = folder("globals", &[("weather.ts", &text)]);
+    let cfg = config(&format!(
+        "[[plugin]]\nname = \"weather\"\nkind = \"javascript\"\npath = \"{}\"\nsettings = {{ units = \"metric\" }}\n",
+        dir.display()
+    ));
+    let cfg2 = cfg.clone();
+    tokio::task::spawn_blocking(move || {
+        let cfg = cfg2;
+        assert_eq!(
+            run(&cfg, "return JSON.parse(await tools.weather.get_forecast({ latitude: 59.9, longitude: 10.7 }))", &[]),
+            json!({ "minC": 2, "maxC": 9 })
+        );
+        assert_eq!(
+            rejection(&cfg, "tools.weather.get_forecast({ latitude: 'north' })"),
+            "invalid input for weather.get_forecast: input: \"longitude\" is a required property; input.latitude: \"north\" is not of type \"number\""
+        );
+        let e = rejection(&cfg, "tools.weather.elsewhere({})");
+        assert_eq!(e, format!("fetch: plugin weather may not reach 127.0.0.2:{port}: its globalThis.manifest.egress allows only 127.0.0.1:{port}; add \"127.0.0.2:{port}\" to globalThis.manifest.egress to allow it"));
+        let members = ["fetch", "settings", "crypto", "log", "session", "workspace", "agents", "models", "llm", "decide", "media"];
+        let v = run(
+            &cfg,
+            &format!("return await Promise.all({}.map((name) => tools.weather.host_member({{ name }})))", json!(members)),
+            &[],
+        );
+        let offered = ["function", "object", "object", "function"].map(|s| json!(s));
+        let not_offered = members[4..].iter().map(|m| json!(format!("codemode does not offer host.{m}")));
+        assert_eq!(v, Value::Array(offered.into_iter().chain(not_offered).collect()));
+        let v = run(&cfg, "return JSON.parse(await tools.weather.settings({}))", &[]);
+        assert_eq!(v, json!({ "settings": { "units": "metric" }, "id": 36 }));
+    })
+    .await
+    .unwrap();
+}
+
+#[tokio::test]
+async fn seed_004_a_podcode_module_with_fetch_config_and_attachments() {
+    let port =
+        http_server(vec![("/status/api", json!({ "health": "green", "release": "v42", "deployedAt": "today" }))]).await;
+    let file = fixture("podcode").join("deploy-status.mjs");
+    let entry = |hosts: &str| {
+        config(&format!(
+            "[[plugin]]\nname = \"deploy\"\nkind = \"javascript\"\npath = \"{}\"\nsettings = {{ endpoint = \"http://127.0.0.1:{port}\" }}\n{hosts}",
+            file.display()
+        ))
+    };
+    let (cfg, closed) = (entry(&format!("net_hosts = [\"127.0.0.1:{port}\"]\n")), entry(""));
+    tokio::task::spawn_blocking(move || {
+        let (code, out, _) = tools(&cfg, false, &[]);
+        assert_eq!(code, 0);
+        assert!(out.contains("tools.deploy.deploy_status(input: {\n  /** Service name, e.g. 'api' or 'web'. */\n  service: string;"), "{out}");
+        assert!(out.contains("! plugin deploy (note): tool deploy_status: `truncation` is not honoured"), "{out}");
+        assert_eq!(
+            run(&cfg, r#"return await tools.deploy.deploy_status({ service: "api" })"#, &[]),
+            json!("Service api is green on release v42, deployed today.")
+        );
+        assert_eq!(rejection(&cfg, r#"tools.deploy.deploy_status({ service: "web" })"#), "status 404 for web");
+        // Without net_hosts, the global fetch reaches nothing.
+        let e = rejection(&closed, r#"tools.deploy.deploy_status({ service: "api" })"#);
+        assert_eq!(e, format!("fetch: plugin deploy may not reach 127.0.0.1:{port}: its configuration entry's net_hosts allows no hosts; add \"127.0.0.1:{port}\" to net_hosts in the plugin's configuration entry to allow it"));
+        // ctx: identity, abort; messages and recordChange are not offered; ask needs a person.
+        let v = run(&cfg, "return JSON.parse(await tools.deploy.context({}))", &[]);
+        assert_eq!(v, json!({ "sessionID": null, "callID": "1", "agent": null, "aborted": false }));
+        for (member, expected) in [
+            ("sessionID", "undefined"),
+            ("messageID", "undefined"),
+            ("callID", "string"),
+            ("parentID", "undefined"),
+            ("rootID", "undefined"),
+            ("agent", "undefined"),
+            ("messages", "codemode does not offer ctx.messages"),
+            ("mainCwd", "undefined"),
+            ("abort", "object"),
+            ("metadata", "function"),
+            ("ask", "function"),
+            ("recordChange", "codemode does not offer ctx.recordChange"),
+        ] {
+            let v = run(&cfg, &format!(r#"return await tools.deploy.context({{ member: "{member}" }})"#), &[]);
+            assert_eq!(v, json!(expected), "{member}");
+        }
+        let e = rejection(&cfg, r#"tools.deploy.rollback({ service: "api" })"#);
+        assert_eq!(e, "the person did not allow deploy: nobody can be asked here: a person approves through the MCP server's client (codemode mcp or codemode serve)");
+    })
+    .await
+    .unwrap();
+}
+
+#[test]
+fn layouts_are_told_by_their_shape_not_the_examples_file_names() {
+    let schema = r#"{ type: "object", properties: { n: { type: "number" } }, required: ["n"] }"#;
+    let zhin = folder(
+        "zhin-shape",
+        &[(
+            "tools/double/index.mjs",
+            &format!("import {{ defineAgentTool }} from '@zhin.js/tool';\nexport default defineAgentTool({{ description: 'Doubles', inputSchema: {schema}, execute: ({{ n }}) => n * 2 }});"),
+        )],
+    );
+    let plico = folder(
+        "plico-shape",
+        &[(
+            "tools/triple.tool.mjs",
+            &format!("import {{ defineTool }} from '@plico-ai/sdk';\nexport default defineTool({{ name: 'triple', description: 'Triples', inputSchema: {schema}, capabilities: [], approval: {{ required: false }}, handler: ({{ n }}) => n * 3 }});"),
+        )],
+    );
+    let podcode = folder(
+        "podcode-shape",
+        &[(
+            "my-plugin.ts",
+            &format!("export default {{ id: 'x', server: () => ({{ tool: () => [{{ id: 'square', description: 'Squares', parameters: {schema}, execute: async ({{ n }}: {{ n: number }}) => String(n * n) }}] }}) }};"),
+        )],
+    );
+    let globals = folder(
+        "globals-shape",
+        &[("script.js", &format!("globalThis.tools.negate = {{ description: 'Negates', parameters: {schema}, handler: ({{ n }}) => -n }};"))],
+    );
+    let cfg = config(&format!(
+        "[[plugin]]\nname = \"z\"\nkind = \"javascript\"\npath = \"{}\"\n\n[[plugin]]\nname = \"p\"\nkind = \"javascript\"\npath = \"{}\"\n\n[[plugin]]\nname = \"c\"\nkind = \"javascript\"\npath = \"{}\"\n\n[[plugin]]\nname = \"g\"\nkind = \"javascript\"\npath = \"{}\"\n",
+        zhin.display(),
+        plico.display(),
+        podcode.display(),
+        globals.display()
+    ));
+    let v = run(&cfg, "return [await tools.z.double({ n: 2 }), await tools.p.triple({ n: 2 }), await tools.c.square({ n: 3 }), await tools.g.negate({ n: 4 })]", &[]);
+    assert_eq!(v, json!(["4", "6", "9", "-4"]));
+}
+
+#[test]
+fn what_is_wrong_with_a_plugin_is_said_at_load() {
+    let manifest =
+        r#"{ "name": "b", "version": "1", "main": "main.js", "permissions": { "tools.provide": { "reason": "t" } } }"#;
+    let cases: Vec<(&str, &str, &str)> = vec![
+        (
+            "export function activate(api) { api.tools.register({ name: 't', description: 'd', inputSchema: 'string', run: () => 1 }) }",
+            "",
+            "tool t: inputSchema must be a JSON Schema object or a zod / Standard Schema schema; got a string",
+        ),
+        (
+            "export function activate(api) { api.tools.register({ name: 't', description: 'd', inputSchema: { foo: 1 }, run: () => 1 }) }",
+            "",
+            "tool t: inputSchema must be a JSON Schema object or a zod / Standard Schema schema",
+        ),
+        (
+            "export default { tools: [] };",
+            "",
+            "the main module main.js exports no activate(api) function (it exports default) and assigns no globalThis.tools, so the plugin offers no tools",
+        ),
+        ("import fs from 'node:fs';\nexport function activate() {}", "", "main.js imports \"node:fs\", Node.js's node:fs module, which codemode's sandbox cannot offer"),
+        ("import { z } from 'zod';\nexport function activate() {}", "", "main.js imports the package \"zod\", which is not installed in the plugin's folder; run `npm install zod` in"),
+        ("import v from './view.tsx';\nexport function activate() {}", "view.tsx", "view.tsx is TSX: codemode runs TypeScript without JSX; move the code into a .ts file"),
+    ];
+    for (main, extra, expected) in cases {
+        let mut files = vec![("manifest.json", manifest), ("main.js", main)];
+        if !extra.is_empty() {
+            files.push((extra, "export default 1;"));
+        }
+        let dir = folder("broken", &files);
+        let cfg = config(&format!("[[plugin]]\nname = \"b\"\nkind = \"javascript\"\npath = \"{}\"\n", dir.display()));
+        let (code, out, _) = tools(&cfg, false, &[]);
+        assert_eq!(code, 1, "{main}: {out}");
+        assert!(
+            out.contains("! plugin b is unavailable: ") && out.contains(expected),
+            "{main}: {expected:?} in\n{out}"
+        );
+    }
+    // A symbolic link out of the folder: the import is refused by name, and the target is never read.
+    let outside = folder("secret", &[("secret.js", "export const stolen = 1;")]);
+    let dir = folder(
+        "linked",
+        &[
+            ("manifest.json", manifest),
+            ("main.js", "import { stolen } from './leak/secret.js';\nexport function activate() {}"),
+        ],
+    );
+    std::os::unix::fs::symlink(&outside, dir.join("leak")).unwrap();
+    let cfg = config(&format!("[[plugin]]\nname = \"b\"\nkind = \"javascript\"\npath = \"{}\"\n", dir.display()));
+    let (_, out, _) = tools(&cfg, false, &[]);
+    assert!(
+        out.contains(&format!("main.js imports \"./leak/secret.js\" through /plugin/leak, a symbolic link out of the plugin's folder (to {})", outside.display())),
+        "{out}"
+    );
+    // A folder no format fits is a configuration error (exit 2) that lists the formats.
+    let dir = folder("nothing", &[("README.md", "hi")]);
+    let cfg = config(&format!("[[plugin]]\nname = \"n\"\nkind = \"javascript\"\npath = \"{}\"\n", dir.display()));
+    let (code, _, err) = tools(&cfg, false, &[]);
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains("is not a plugin codemode knows: it holds README.md; a plugin is one of: manifest ("),
+        "{err}"
+    );
+}
+
+#[test]
+fn seed_000_every_ctx_and_api_member_subagents_and_scopes() {
+    let manifest = r#"{ "name": "m", "version": "2.0.0", "main": "main.ts", "permissions": { "tools.provide": { "reason": "t" } } }"#;
+    let main = r#"
+export function activate(api: any) {
+  api.tools.register({
+    name: "member",
+    description: "Reads ctx.<name>, or api.<name> when api is set.",
+    inputSchema: { type: "object", properties: { name: { type: "string" }, api: { type: "boolean" } }, required: ["name"] },
+    run({ name, api: onApi }: { name: string; api?: boolean }, ctx: any) {
+      try {
+        const value = (onApi ? api : ctx)[name];
+        return `${name}: ${typeof value}`;
+      } catch (e) {
+        return (e as Error).message;
+      }
+    },
+  });
+  api.tools.register({
+    name: "research",
+    description: "Does its work as a subagent.",
+    async run(_input: object, ctx: any) {
+      const sub = await ctx.subagent.start({ title: "Research", agent: "codex", prompt: "q" });
+      sub.step("Reading");
+      const row = sub.tool({ name: "fetch", title: "Fetch", kind: "fetch" });
+      row.output("200 OK");
+      row.end("completed");
+      sub.text("two endpoints");
+      sub.usage({ usedTokens: 10 });
+      await sub.end({ status: "completed", summary: "done" });
+      return { shown: sub.shown, settings: api.settings, version: api.plugin.version };
+    },
+  });
+  api.tools.register({ name: "workspace-only", description: "Offered in one scope.", scope: "plugins-workspace", run: () => "in scope" });
+}
+"#;
+    let dir = folder("members", &[("manifest.json", manifest), ("main.ts", main)]);
+    let entry = format!(
+        "[[plugin]]\nname = \"m\"\nkind = \"javascript\"\npath = \"{}\"\nsettings = {{ mode = \"test\" }}\n",
+        dir.display()
+    );
+    let cfg = config(&entry);
+    let members = ["workspace", "workspaceId", "agentId", "chatId", "callId", "signal", "subagent", "scope", "approve"];
+    let v = run(
+        &cfg,
+        &format!("return await Promise.all({}.map((name) => tools.m.member({{ name }})))", json!(members)),
+        &[],
+    );
+    assert_eq!(
+        v,
+        json!([
+            "workspace: undefined",
+            "workspaceId: undefined",
+            "agentId: undefined",
+            "chatId: undefined",
+            "callId: string",
+            "signal: object",
+            "subagent: object",
+            "scope: undefined",
+            "approve: function"
+        ])
+    );
+    let v = run(
+        &cfg,
+        r#"return [await tools.m.member({ name: "host", api: true }), await tools.m.member({ name: "models", api: true })]"#,
+        &[],
+    );
+    assert_eq!(v, json!(["codemode does not offer api.host", "codemode does not offer api.models"]));
+    assert_eq!(
+        run(&cfg, "return JSON.parse(await tools.m.research({}))", &[]),
+        json!({ "shown": false, "settings": { "mode": "test" }, "version": "2.0.0" })
+    );
+    // A scoped tool is offered only where its scope is configured.
+    let (_, out, _) = tools(&cfg, false, &[]);
+    assert!(out.contains("! plugin m (note): tool workspace-only is offered only in the scope \"plugins-workspace\", which this configuration does not serve; add scopes = [\"plugins-workspace\"] to offer it"), "{out}");
+    assert_eq!(
+        rejection(&cfg, "tools.m.workspace_only({})"),
+        "Unknown tool tools.m.workspace_only. Did you mean tools.m.research, tools.m.member?"
+    );
+    let scoped = config(&format!("scopes = [\"plugins-workspace\"]\n\n{entry}"));
+    assert_eq!(run(&scoped, "return await tools.m.workspace_only({})", &[]), json!("in scope"));
+}

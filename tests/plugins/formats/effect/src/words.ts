@@ -1,0 +1,3 @@
+export function words(text: string): string[] {
+  return text.split(/\s+/).filter(Boolean);
+}

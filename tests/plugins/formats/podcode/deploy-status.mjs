@@ -1,0 +1,59 @@
+import { z } from "zod"
+
+export default {
+  id: "deploy-status",
+
+  server(_input, { config }) {
+    const endpoint = config?.endpoint
+    if (!endpoint) throw new Error("deploy-status: set plugin_config.deploy-status.endpoint")
+
+    return {
+      tool: () => [
+        {
+          id: "deploy_status",
+          description:
+            "Check the current deployment status of a service. Returns the live " +
+            "release tag, health, and the time of the last deploy.",
+          parameters: z.object({
+            service: z.string().describe("Service name, e.g. 'api' or 'web'."),
+          }),
+          idempotent: true,
+          truncation: "tail",
+          async execute({ service }, ctx) {
+            const res = await fetch(`${endpoint}/status/${service}`, {
+              signal: ctx.abort,
+            })
+            if (!res.ok) throw new Error(`status ${res.status} for ${service}`)
+            const body = await res.json()
+
+            return {
+              title: `${service} — ${body.health}`,
+              metadata: { release: body.release },
+              output: `Service ${service} is ${body.health} on release ${body.release}, deployed ${body.deployedAt}.`,
+            }
+          },
+        },
+        {
+          id: "rollback",
+          description: "Roll a service back to its previous release.",
+          parameters: z.object({ service: z.string(), dryRun: z.boolean().default(true) }),
+          async execute({ service, dryRun }, ctx) {
+            await ctx.ask({ permission: "deploy", patterns: [service], metadata: { dryRun } })
+            return { output: `${dryRun ? "would roll" : "rolled"} ${service} back`, attachments: [{ mime: "image/png", url: "data:image/png;base64,iVBORw0KGgo=" }] }
+          },
+        },
+        {
+          id: "context",
+          description: "Says what the tool context holds.",
+          parameters: z.object({ member: z.string().optional() }),
+          async execute({ member }, ctx) {
+            if (member) {
+              try { return String(typeof ctx[member]) } catch (e) { return e.message }
+            }
+            return JSON.stringify({ sessionID: ctx.sessionID ?? null, callID: ctx.callID ?? null, agent: ctx.agent ?? null, aborted: ctx.abort.aborted })
+          },
+        },
+      ],
+    }
+  },
+}

@@ -1,0 +1,10 @@
+import { defineAgentTool } from '@zhin.js/tool';
+import { z } from 'zod';
+
+// No requiresApproval: the default, 'on-risk', asks because the tool is destructive.
+export default defineAgentTool({
+  description: 'Forget everything the bot remembers about a user',
+  inputSchema: z.object({ user: z.string() }),
+  annotations: { destructiveHint: true },
+  execute: async ({ user }: { user: string }) => `wiped ${user}`,
+});
