@@ -215,17 +215,13 @@ impl Launcher {
 
 /// Asks the worker binary which engine it was built with.
 fn worker_engine(worker: &Path) -> Result<Engine, LaunchError> {
-    #[derive(serde::Deserialize)]
-    struct Info {
-        engine: Engine,
-    }
     let out = Command::new(worker)
         .args(WorkerCommand::Info.to_args())
         .stdin(Stdio::null())
         .stderr(Stdio::inherit())
         .output()
         .map_err(|source| LaunchError::Exec { path: worker.into(), source })?;
-    let info: Info = serde_json::from_slice(&out.stdout)
+    let info: protocol::worker::WorkerInfo = serde_json::from_slice(&out.stdout)
         .map_err(|e| LaunchError::Template(format!("`{} info` printed no engine: {e}", worker.display())))?;
     Ok(info.engine)
 }

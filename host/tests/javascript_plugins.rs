@@ -335,6 +335,37 @@ async fn floods_fail_the_call_not_the_host() {
 }
 
 #[tokio::test]
+async fn timers_urls_encoders_and_blobs_work_as_packages_expect() {
+    let s = setup().await;
+    let v: Value =
+        serde_json::from_str(value(&s.executor, "return await tools.js.web()").await.as_str().unwrap()).unwrap();
+    assert_eq!(v["order"], json!(["t10", "micro", "i1", "t30", "i2"]));
+    assert_eq!(v["waited"], json!(true));
+    assert_eq!(v["url"], json!("https://user:pw@example.com:8443/b/c?x=1&y=two+words&z=3%264#top"));
+    assert_eq!(
+        v["parts"],
+        json!([
+            "https:",
+            "example.com:8443",
+            "example.com",
+            "8443",
+            "/b/c",
+            "?x=1&y=two+words&z=3%264",
+            "#top",
+            "https://example.com:8443"
+        ])
+    );
+    assert_eq!(v["params"], json!("q=a+b&r=%C3%BC"));
+    assert_eq!(v["parsed"], json!([["a", "1"], ["a", "2"], ["b", " x y"]]));
+    assert_eq!(v["bytes"], json!([104, 195, 169, 108, 108, 111]));
+    assert_eq!(v["decoded"], json!("héllo"));
+    assert_eq!(v["fatal"], json!("TypeError"));
+    assert_eq!(v["blob"], json!(["abc", 3, "text/plain", "c.txt"]));
+    assert_eq!(v["uuid"], json!(true));
+    assert_eq!(v["invalid"], json!("TypeError"));
+}
+
+#[tokio::test]
 async fn an_unhandled_rejection_is_logged_not_fatal() {
     let s = setup().await;
     assert_eq!(value(&s.executor, "return await tools.js.count()").await, json!("1"));

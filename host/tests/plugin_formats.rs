@@ -207,7 +207,10 @@ fn seed_001_zhin_tools_named_after_their_folders() {
     // 'once' and 'on-risk' for a destructive tool need a person: under `codemode run` nobody can be asked.
     for call in [r#"tools.bot.short_url({ url: "https://example.com/a" })"#, r#"tools.bot.wipe({ user: "ann" })"#] {
         let e = rejection(&cfg, call);
-        assert!(e.contains("needs a person's approval for each call, and nobody can be asked here"), "{call}: {e}");
+        assert!(
+            e.contains("needs a person's approval (") && e.contains("), and nobody can be asked here"),
+            "{call}: {e}"
+        );
     }
     // A hidden tool is callable; every documented context member exists.
     let members =
@@ -258,7 +261,7 @@ fn seed_002_plico_tool_files_with_zod_3_arktype_and_commonjs_packages() {
     // approval.required: nobody can approve under `codemode run`.
     let e = rejection_with(&cfg, r#"tools.plico.slug({ title: "Hello World" })"#, &env);
     assert!(
-        e.starts_with("tools.plico.slug needs a person's approval for each call, and nobody can be asked here"),
+        e.starts_with("tools.plico.slug needs a person's approval (for each call), and nobody can be asked here"),
         "{e}"
     );
     // A setting whose variable is not set: the plugin is unavailable, saying which.
@@ -458,6 +461,13 @@ fn what_is_wrong_with_a_plugin_is_said_at_load() {
         out.contains(&format!("main.js imports \"./leak/secret.js\" through /plugin/leak, a symbolic link out of the plugin's folder (to {})", outside.display())),
         "{out}"
     );
+    // A file nested deeper than a parse can take is refused before the host parses it.
+    let deep = format!("export default {}1{};", "[".repeat(20_000), "]".repeat(20_000));
+    let dir = folder("deep", &[("plugin.mjs", &deep)]);
+    let cfg = config(&format!("[[plugin]]\nname = \"d\"\nkind = \"javascript\"\npath = \"{}\"\n", dir.display()));
+    let (code, _, err) = tools(&cfg, false, &[]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("plugin.mjs: line 1, column 1: brackets nest more than 500 levels deep"), "{err}");
     // A folder no format fits is a configuration error (exit 2) that lists the formats.
     let dir = folder("nothing", &[("README.md", "hi")]);
     let cfg = config(&format!("[[plugin]]\nname = \"n\"\nkind = \"javascript\"\npath = \"{}\"\n", dir.display()));

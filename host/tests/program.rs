@@ -175,7 +175,7 @@ async fn a_tool_that_needs_approval_never_runs_without_someone_to_ask() {
     let value = ok_value(&ex.run("try { await tools.notes.delete() } catch (e) { return e.message }").await);
     assert_eq!(
         value,
-        json!("tools.notes.delete needs a person's approval for each call, and nobody can be asked here: run the program through the MCP server (codemode mcp or codemode serve), whose client asks the person")
+        json!("tools.notes.delete needs a person's approval (for each call), and nobody can be asked here: run the program through the MCP server (codemode mcp or codemode serve), whose client asks the person")
     );
     assert!(!ran.load(std::sync::atomic::Ordering::SeqCst), "the tool must not run");
 }
@@ -291,6 +291,21 @@ async fn syntax_errors_name_line_and_column() {
             assert_eq!((line, column), (Some(1), Some(8)), "line-1 columns are the program's own, not the wrapper's");
         }
         other => panic!("{other:?}"),
+    }
+    // The expression form: its wrapper is longer, and takes nothing from the columns
+    // either (the report had them 8 too far right).
+    for (code, expected) in
+        [("async (tools) => null.f", (Some(1), Some(23))), ("tools.math.add({ a: 1, b: })", (Some(1), Some(27)))]
+    {
+        match ex.run(code).await.kind {
+            OutcomeKind::Error { line, column, stack, .. } => {
+                assert_eq!((line, column), expected, "{code}");
+                if let Some(stack) = stack {
+                    assert!(stack.contains(&format!("program.js:1:{}", expected.1.unwrap())), "{code}: {stack}");
+                }
+            }
+            other => panic!("{code}: {other:?}"),
+        }
     }
 }
 

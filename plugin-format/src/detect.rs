@@ -25,6 +25,11 @@ use crate::Format;
 pub const MODULE_EXTENSIONS: [&str; 4] = ["ts", "mts", "js", "mjs"];
 /// Largest file looked at to tell its format.
 const MAX_SNIFFED_BYTES: u64 = 8 * 1024 * 1024;
+/// Most top-level modules looked at to tell a folder's format, and their total size.
+const MAX_SNIFFED_FILES: usize = 64;
+const MAX_SNIFFED_TOTAL: u64 = 16 * 1024 * 1024;
+/// The stack of the thread that reads plugin files (a parse recurses with nesting).
+const SNIFF_STACK_BYTES: usize = 64 * 1024 * 1024;
 
 /// One module to load.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -42,6 +47,9 @@ pub struct Layout {
     pub format: Format,
     /// The folder everything the plugin imports must be inside.
     pub root: PathBuf,
+    /// For a plugin that is one module file: only that file, `package.json` and
+    /// `node_modules` of the folder belong to it (its neighbours are not its files).
+    pub only_file: Option<String>,
     /// The modules to load, in order (none for a manifest with only rules).
     pub entries: Vec<Entry>,
     /// `manifest.json`, for the `manifest` format.
@@ -106,8 +114,21 @@ pub enum FormatError {
 }
 
 /// The layout of the plugin at `path` (a folder, or one module file), in the format the
-/// configuration forces or the one its files show (see the module docs).
+/// configuration forces or the one its files show (see the module docs). The files are
+/// read on a thread of its own with a large stack.
 pub fn detect(path: &Path, forced: Option<Format>) -> Result<Layout, FormatError> {
+    let owned = path.to_path_buf();
+    let reader = std::thread::Builder::new()
+        .name("plugin-format".into())
+        .stack_size(SNIFF_STACK_BYTES)
+        .spawn(move || detect_here(&owned, forced))
+        .map_err(|source| FormatError::Read { path: path.into(), source })?;
+    reader.join().unwrap_or_else(|_| {
+        Err(FormatError::Read { path: path.into(), source: std::io::Error::other("reading the plugin's files failed") })
+    })
+}
+
+fn detect_here(path: &Path, forced: Option<Format>) -> Result<Layout, FormatError> {
     let metadata = std::fs::metadata(path).map_err(|source| FormatError::Read { path: path.into(), source })?;
     if metadata.is_file() {
         return single_file(path, forced);
@@ -116,12 +137,19 @@ pub fn detect(path: &Path, forced: Option<Format>) -> Result<Layout, FormatError
     let not_that = |format: Format| FormatError::NotThatFormat { path: path.into(), format, layout: format.layout() };
     let mut fits: Vec<Layout> = Vec::new();
     let candidates: Vec<Format> = forced.map_or_else(|| Format::ALL.to_vec(), |f| vec![f]);
+    // The folder's top-level modules, each read once, and only when a format needs them.
+    let mut top_level: Option<Vec<(String, crate::sniff::Sniffed)>> = None;
     for format in candidates {
         let layout = match format {
             Format::Manifest => manifest_layout(path, &listing)?,
             Format::Plico => plico_layout(path, &listing),
             Format::Zhin => zhin_layout(path, &listing),
-            Format::Podcode | Format::Globals => top_level_layout(path, &listing, format)?,
+            Format::Podcode | Format::Globals => {
+                if top_level.is_none() {
+                    top_level = Some(top_level_modules(path, &listing)?);
+                }
+                top_level_layout(path, top_level.as_deref().unwrap_or_default(), format)?
+            }
         };
         match layout {
             Some(layout) if format == Format::Manifest && forced.is_none() => return Ok(layout),
@@ -193,6 +221,7 @@ fn single_file(path: &Path, forced: Option<Format>) -> Result<Layout, FormatErro
     Ok(Layout {
         format,
         root,
+        only_file: Some(name.clone()),
         entries: vec![Entry { module: name, tool: None }],
         manifest: None,
         declared_hosts,
@@ -215,6 +244,7 @@ fn manifest_layout(path: &Path, listing: &Listing) -> Result<Option<Layout>, For
     Ok(Some(Layout {
         format: Format::Manifest,
         root: path.into(),
+        only_file: None,
         entries,
         manifest: Some(manifest),
         declared_hosts,
@@ -234,6 +264,7 @@ fn plico_layout(path: &Path, listing: &Listing) -> Option<Layout> {
     (!entries.is_empty()).then(|| Layout {
         format: Format::Plico,
         root: path.into(),
+        only_file: None,
         entries,
         manifest: None,
         declared_hosts: Vec::new(),
@@ -270,6 +301,7 @@ fn zhin_layout(path: &Path, listing: &Listing) -> Option<Layout> {
     Some(Layout {
         format: Format::Zhin,
         root: path.into(),
+        only_file: None,
         entries,
         manifest: None,
         declared_hosts: Vec::new(),
@@ -277,19 +309,44 @@ fn zhin_layout(path: &Path, listing: &Listing) -> Option<Layout> {
     })
 }
 
-/// Seeds 003 and 004 in a folder: the one top-level module that fits `format`.
-fn top_level_layout(path: &Path, listing: &Listing, format: Format) -> Result<Option<Layout>, FormatError> {
-    let mut fitting = Vec::new();
-    for file in listing.files.iter().filter(|f| is_module_file(f)) {
-        let Some(sniffed) = sniff_file(&path.join(file))? else { continue };
-        let fits = match format {
-            Format::Podcode => sniffed.default_export && !sniffed.assigns_tools,
-            _ => sniffed.assigns_tools && !sniffed.default_export,
-        };
-        if fits {
-            fitting.push((file.clone(), sniffed));
+/// A folder's top-level modules with what their top levels show (within the caps).
+fn top_level_modules(path: &Path, listing: &Listing) -> Result<Vec<(String, crate::sniff::Sniffed)>, FormatError> {
+    let files: Vec<&String> = listing.files.iter().filter(|f| is_module_file(f)).collect();
+    let total: u64 = files.iter().filter_map(|f| std::fs::metadata(path.join(f)).ok()).map(|m| m.len()).sum();
+    if files.len() > MAX_SNIFFED_FILES || total > MAX_SNIFFED_TOTAL {
+        return Err(FormatError::Unknown {
+            path: path.into(),
+            found: format!(
+                "{} top-level modules ({} MiB), more than codemode reads to tell a format",
+                files.len(),
+                total >> 20
+            ),
+            formats: "set `format` in the plugin's configuration entry, or point `path` at the plugin's file".into(),
+        });
+    }
+    let mut found = Vec::new();
+    for file in files {
+        if let Some(sniffed) = sniff_file(&path.join(file))? {
+            found.push((file.clone(), sniffed));
         }
     }
+    Ok(found)
+}
+
+/// Seeds 003 and 004 in a folder: the one top-level module that fits `format`.
+fn top_level_layout(
+    path: &Path,
+    modules: &[(String, crate::sniff::Sniffed)],
+    format: Format,
+) -> Result<Option<Layout>, FormatError> {
+    let mut fitting: Vec<(String, crate::sniff::Sniffed)> = modules
+        .iter()
+        .filter(|(_, sniffed)| match format {
+            Format::Podcode => sniffed.default_export && !sniffed.assigns_tools,
+            _ => sniffed.assigns_tools && !sniffed.default_export,
+        })
+        .cloned()
+        .collect();
     match fitting.len() {
         0 => Ok(None),
         1 => {
@@ -299,6 +356,7 @@ fn top_level_layout(path: &Path, listing: &Listing, format: Format) -> Result<Op
             Ok(Some(Layout {
                 format,
                 root: path.into(),
+                only_file: None,
                 entries: vec![Entry { module: file, tool: None }],
                 manifest: None,
                 declared_hosts,

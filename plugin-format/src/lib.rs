@@ -17,9 +17,12 @@
 //! `.js`, `.mjs`, `.ts` and `.mts` count alike wherever a layout names a module. The
 //! rules are pure functions of the folder's listing ([`detect`]) plus, for the last two
 //! formats, a look at each candidate file's top-level statements ([`sniff`]); nothing
-//! is evaluated.
+//! is evaluated. That look is a parse of a file the plugin's author controls, done by
+//! the host: it runs on a thread with a large stack, and text nested deeper than
+//! [`nesting::MAX_NESTING`] levels is refused before the parser sees it.
 
 pub mod detect;
+pub mod nesting;
 pub mod sniff;
 
 pub use detect::{detect, Entry, FormatError, Layout};

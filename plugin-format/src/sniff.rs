@@ -40,6 +40,16 @@ pub struct SniffError {
 
 /// Reads `text` (TypeScript when `typescript`) and reports its top level.
 pub fn sniff(text: &str, typescript: bool) -> Result<Sniffed, SniffError> {
+    if crate::nesting::too_deep(text) {
+        return Err(SniffError {
+            message: format!(
+                "brackets nest more than {} levels deep; codemode does not read such a file to tell its format (set `format` and `path` to the module instead)",
+                crate::nesting::MAX_NESTING
+            ),
+            line: 1,
+            column: 1,
+        });
+    }
     let map: Lrc<SourceMap> = Lrc::default();
     let file = map.new_source_file(Lrc::new(FileName::Anon), text.to_string());
     let syntax = if typescript { Syntax::Typescript(TsSyntax::default()) } else { Syntax::Es(EsSyntax::default()) };
@@ -189,6 +199,13 @@ mod tests {
         assert!(e.message.contains("a list of host names in quotes"), "{e}");
         let e = sniff("globalThis.manifest = makeManifest();", false).unwrap_err();
         assert!(e.message.starts_with("globalThis.manifest must be an object written in the file"), "{e}");
+    }
+
+    #[test]
+    fn text_nested_too_deeply_is_refused_before_it_is_parsed() {
+        let deep = format!("export default {}1{};", "[".repeat(20_000), "]".repeat(20_000));
+        let e = sniff(&deep, false).unwrap_err();
+        assert!(e.message.starts_with("brackets nest more than 500 levels deep"), "{e}");
     }
 
     #[test]

@@ -16,7 +16,9 @@
 //!   [`plugin`] is the plugin wire format (JSON-RPC lines) as typed messages.
 //! - [`template`] is the small control channel between the host and the pristine
 //!   template process that forks one worker per program.
-//! - [`worker`] is how a worker process ends (its exit codes).
+//! - [`worker`] is the rest of the host ↔ worker contract: the worker's command line,
+//!   its exit codes, its engine, the sandbox layers with their descriptions and hints,
+//!   the probe report and what `info` prints.
 //!
 //! Frames carry JSON (serde_json): the messages are small, debuggable with any tool,
 //! and tool inputs and results are JSON already, so they pass through as

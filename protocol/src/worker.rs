@@ -130,6 +130,8 @@ pub enum Layer {
     MountIpcUtsNamespaces,
     /// A network namespace of its own, empty.
     NetworkNamespace,
+    /// A pid namespace of its own, where the worker is pid 1.
+    PidNamespace,
     /// An empty, read-only tmpfs as the root.
     EmptyRoot,
     /// `PR_SET_NO_NEW_PRIVS`.
@@ -152,13 +154,14 @@ pub enum Layer {
 
 impl Layer {
     /// Every layer, in setup order.
-    pub const ALL: [Layer; 15] = [
+    pub const ALL: [Layer; 16] = [
         Layer::Environment,
         Layer::Session,
         Layer::UserNamespace,
         Layer::UnprivilegedUser,
         Layer::MountIpcUtsNamespaces,
         Layer::NetworkNamespace,
+        Layer::PidNamespace,
         Layer::EmptyRoot,
         Layer::NoNewPrivs,
         Layer::Landlock,
@@ -179,6 +182,7 @@ impl Layer {
             Layer::UnprivilegedUser => "unprivileged_user",
             Layer::MountIpcUtsNamespaces => "mount_ipc_uts_namespaces",
             Layer::NetworkNamespace => "network_namespace",
+            Layer::PidNamespace => "pid_namespace",
             Layer::EmptyRoot => "empty_root",
             Layer::NoNewPrivs => "no_new_privs",
             Layer::Landlock => "landlock",
@@ -200,6 +204,7 @@ impl Layer {
             Layer::UnprivilegedUser => "an unprivileged uid outside the user namespace, so the kernel's per-user process limit (RLIMIT_NPROC 0) applies",
             Layer::MountIpcUtsNamespaces => "new mount, ipc and uts namespaces",
             Layer::NetworkNamespace => "an empty network namespace, entered once by the template: no interface is up, so no UDP, TCP (Fast Open and MPTCP included) or netlink view of the host, even below seccomp",
+            Layer::PidNamespace => "each worker is pid 1 of a new pid namespace: it sees and signals no other process",
             Layer::EmptyRoot => "pivot_root onto an empty read-only tmpfs: no host file is visible",
             Layer::NoNewPrivs => "PR_SET_NO_NEW_PRIVS",
             Layer::Landlock => "no filesystem or TCP access granted; abstract unix sockets and signals scoped",
@@ -215,7 +220,11 @@ impl Layer {
     /// How to enable the layer when it is missing.
     pub fn hint(self) -> &'static str {
         match self {
-            Layer::UserNamespace | Layer::MountIpcUtsNamespaces | Layer::NetworkNamespace | Layer::EmptyRoot => {
+            Layer::UserNamespace
+            | Layer::MountIpcUtsNamespaces
+            | Layer::NetworkNamespace
+            | Layer::PidNamespace
+            | Layer::EmptyRoot => {
                 "enable unprivileged user namespaces (sysctl kernel.unprivileged_userns_clone=1, user.max_user_namespaces > 0) or run the host as root"
             }
             Layer::UnprivilegedUser => "run the host as root (it maps workers to an unprivileged uid) or as an unprivileged user",
@@ -286,16 +295,61 @@ pub struct ProbeReport {
     pub seccomp: SeccompReport,
 }
 
+/// A resource a worker limits (`setrlimit(2)`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "UPPERCASE")]
+pub enum Resource {
+    /// `RLIMIT_DATA`: private writable memory.
+    Data,
+    /// `RLIMIT_NOFILE`: open descriptors.
+    Nofile,
+    /// `RLIMIT_NPROC`: processes and threads of the (outside) user.
+    Nproc,
+    /// `RLIMIT_FSIZE`: the size a file may grow to.
+    Fsize,
+    /// `RLIMIT_CORE`: core dump size.
+    Core,
+    /// `RLIMIT_MEMLOCK`: locked memory.
+    Memlock,
+    /// `RLIMIT_MSGQUEUE`: POSIX message queue bytes.
+    Msgqueue,
+    /// `RLIMIT_CPU`: CPU seconds.
+    Cpu,
+}
+
+impl Resource {
+    /// The name without `RLIMIT_` (`NPROC`).
+    pub fn name(self) -> &'static str {
+        match self {
+            Resource::Data => "DATA",
+            Resource::Nofile => "NOFILE",
+            Resource::Nproc => "NPROC",
+            Resource::Fsize => "FSIZE",
+            Resource::Core => "CORE",
+            Resource::Memlock => "MEMLOCK",
+            Resource::Msgqueue => "MSGQUEUE",
+            Resource::Cpu => "CPU",
+        }
+    }
+}
+
+/// What `sandbox-worker info` prints.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WorkerInfo {
+    /// The engine the binary was built with.
+    pub engine: Engine,
+}
+
 /// One resource limit as the worker applies it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct RlimitReport {
-    /// `RLIMIT_NPROC`, ...
-    pub resource: String,
+    /// The resource.
+    pub resource: Resource,
     /// The soft and hard value (the same unless they differ).
     pub soft: u64,
     /// The hard value.
     pub hard: u64,
-    /// Why.
+    /// Why, and how the value is chosen.
     pub reason: String,
 }
 
@@ -587,7 +641,7 @@ mod tests {
             outside_uid: Some(65534),
             missing: vec![MissingLayer { layer: Layer::Landlock, reason: "no".into() }],
             rlimits: vec![RlimitReport {
-                resource: "RLIMIT_NPROC".into(),
+                resource: Resource::Nproc,
                 soft: 0,
                 hard: 0,
                 reason: "no new processes".into(),
@@ -596,6 +650,7 @@ mod tests {
         };
         let text = serde_json::to_string(&report).unwrap_or_default();
         assert!(text.contains("\"engine\":\"quickjs\"") && text.contains("\"layer\":\"landlock\""), "{text}");
+        assert!(text.contains("\"resource\":\"NPROC\""), "{text}");
         assert_eq!(serde_json::from_str::<ProbeReport>(&text).ok(), Some(report));
     }
 }

@@ -254,6 +254,32 @@ pub fn exec_payload(path: &std::path::Path, args: &[String], host_pid: i32, opti
     exit_now(code)
 }
 
+/// Forks a child into a new pid namespace, as each worker is, and asks it whether it is
+/// pid 1 there: `None` when it is, the missing layer otherwise.
+fn probe_pid_namespace() -> Option<protocol::worker::MissingLayer> {
+    let missing =
+        |reason: String| Some(protocol::worker::MissingLayer { layer: protocol::worker::Layer::PidNamespace, reason });
+    // SAFETY: a raw clone(2) without a new stack behaves like fork(2); the probe's child
+    // is single-threaded, and its own child only asks for its pid and exits.
+    let pid =
+        unsafe { libc::syscall(libc::SYS_clone, SPAWNED_CLONE_FLAGS as libc::c_ulong, 0usize, 0usize, 0usize, 0usize) };
+    match pid {
+        -1 => missing(format!("clone(CLONE_NEWPID) failed: {}", std::io::Error::last_os_error())),
+        // SAFETY: getpid(2) has no preconditions.
+        0 => exit_now(if unsafe { libc::getpid() } == 1 { 0 } else { 1 }),
+        pid => {
+            let mut status = 0;
+            // SAFETY: waits for our own child, writing its status into a local.
+            let waited = unsafe { libc::waitpid(pid as libc::pid_t, &mut status, 0) };
+            if waited == pid as libc::pid_t && libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0 {
+                None
+            } else {
+                missing("a child forked with CLONE_NEWPID is not pid 1 of its namespace".into())
+            }
+        }
+    }
+}
+
 /// What this machine can apply: a [`protocol::worker::ProbeReport`] as JSON on
 /// standard output (for `codemode sandbox-check`).
 pub fn probe() -> ! {
@@ -289,6 +315,7 @@ pub fn probe() -> ! {
                 match sandbox::enter_template(&[fd], &options, engine::ENGINE_GENERATES_CODE, Environment::Empty) {
                     Ok(policy) => {
                         let mut missing = policy.missing.clone();
+                        missing.extend(probe_pid_namespace());
                         if let Err(e) = sandbox::enter_worker(&policy, &[fd], -1) {
                             missing.push(protocol::worker::MissingLayer { layer: e.layer, reason: e.reason });
                         }

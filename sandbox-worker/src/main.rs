@@ -81,6 +81,8 @@ fn main() {
             })
         }
         WorkerCommand::Probe => probe(),
-        WorkerCommand::Info => println!("{}", serde_json::json!({ "engine": ENGINE })),
+        WorkerCommand::Info => {
+            println!("{}", serde_json::to_string(&protocol::worker::WorkerInfo { engine: ENGINE }).unwrap_or_default())
+        }
     }
 }

@@ -150,6 +150,16 @@ impl Positions {
 /// Turns a program's text into the function the engine compiles (see the module docs).
 pub fn prepare(code: &str) -> Result<Prepared, Refusal> {
     let text = unfence(code);
+    // Text nested deeper than swc's recursion can take goes to the engine as a body,
+    // unread: the engine checks its own stack and reports what it finds.
+    if plugin_format::nesting::too_deep(&text) {
+        return Ok(Prepared {
+            source: format!("{BODY_PREFIX}{text}{BODY_SUFFIX}"),
+            positions: Positions::prefix(BODY_PREFIX),
+            calls_function_value: false,
+            language: Language::JavaScript,
+        });
+    }
     if !starts_with_statement(&text) {
         let source = format!("{EXPRESSION_PREFIX}{text}{EXPRESSION_SUFFIX}");
         if parse_script(&source, Syntax::Es(EsSyntax::default())).is_some() {
@@ -282,6 +292,10 @@ impl Visit for ReturnFinder {
 /// Whether `code` has `import` or `export` declarations (so that a `.js` file without a
 /// `package.json` `"type"` is an ES module, as Node's syntax detection decides).
 pub fn has_module_declarations(code: &str) -> bool {
+    if plugin_format::nesting::too_deep(code) {
+        // Too deep to parse safely: Node's rule by the words alone.
+        return code.contains("export ") || code.contains("import ");
+    }
     let map: Lrc<SourceMap> = Lrc::default();
     let file = map.new_source_file(Lrc::new(FileName::Anon), code.to_string());
     let mut recovered = Vec::new();
@@ -293,6 +307,16 @@ pub fn has_module_declarations(code: &str) -> bool {
 /// position kept; a refusal with the position of what does not parse or cannot be
 /// stripped.
 pub fn strip_module(code: &str) -> Result<String, Refusal> {
+    if plugin_format::nesting::too_deep(code) {
+        return Err(Refusal {
+            message: format!(
+                "brackets nest more than {} levels deep, more than codemode reads as TypeScript",
+                plugin_format::nesting::MAX_NESTING
+            ),
+            line: 1,
+            column: 1,
+        });
+    }
     match strip_types(code, true) {
         Stripped::Code(code) => Ok(code),
         Stripped::Invalid(refusal) | Stripped::Unsupported(refusal) => Err(refusal),

@@ -36,7 +36,7 @@ def header(path):
     meta = {}
     with open(path) as f:
         for line in f:
-            m = re.match(r"\s*//\s*(attack|category|expect|expect-value|expect-value-text|expect-max-output|layers-removed|memory-mib):\s*(.*)", line)
+            m = re.match(r"\s*//\s*(attack|category|expect|expect-value|expect-value-text|expect-max-output|layers-removed|memory-mib|cpu-step-ms):\s*(.*)", line)
             if not m:
                 break
             meta[m.group(1)] = m.group(2).strip()
@@ -159,7 +159,7 @@ def run_js(codemode, src):
     meta = header(src)
     expect = meta["expect"]
     want_kind = expect.split("=", 1)[1]
-    cmd = [codemode, "run", "--json", "--example-tools", "--cpu-step-ms", "1000", "--memory-mib", meta.get("memory-mib", "64"), src]
+    cmd = [codemode, "run", "--json", "--example-tools", "--cpu-step-ms", meta.get("cpu-step-ms", "1000"), "--memory-mib", meta.get("memory-mib", "64"), src]
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
     try:
         outcome = json.loads(proc.stdout)

@@ -84,7 +84,11 @@ pub(super) async fn serve_call(
                     (Err(why), _) => Err(why),
                     (Ok(()), Some(h)) => h.before(&plugin, t, &input).await,
                     (Ok(()), None) if !t.definition.requires_approval.is_never() => Err(format!(
-                        "tools.{plugin}.{tool} needs a person's approval for each call, and nobody can be asked here: run the program through the MCP server (codemode mcp or codemode serve), whose client asks the person"
+                        "tools.{plugin}.{tool} needs a person's approval ({}), and nobody can be asked here: run the program through the MCP server (codemode mcp or codemode serve), whose client asks the person",
+                        match t.definition.requires_approval {
+                            crate::tool::Approval::OncePerSession => "once per session",
+                            _ => "for each call",
+                        }
                     )),
                     (Ok(()), None) => Ok(()),
                 };

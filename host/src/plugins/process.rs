@@ -44,6 +44,8 @@ const STDERR_TAIL_LINES: usize = 8;
 const STDERR_MARKER: &str = "its last lines on stderr:";
 /// Longest stderr line kept, in characters.
 const STDERR_TAIL_CHARS: usize = 300;
+/// Longest question a plugin may put to a person (`host/approve`), in characters.
+const MAX_APPROVAL_MESSAGE_CHARS: usize = 2000;
 /// How long `initialize` and `tools/list` may take.
 const SETUP_TIMEOUT: Duration = Duration::from_secs(20);
 
@@ -448,6 +450,9 @@ impl ProcessPlugin {
         connection.pending.lock().unwrap_or_else(|p| p.into_inner()).insert(id, tx);
         self.write(&connection, &Outgoing::HostRequest(RequestId::Number(id), init)).await?;
         match tokio::time::timeout(SETUP_TIMEOUT, rx).await {
+            Ok(Ok(Err(PluginError::Rpc { plugin, message, .. }))) => {
+                Err(PluginError::Rpc { plugin, method: "initialize".into(), message })
+            }
             Ok(Ok(Ok(answer))) => {
                 // What the plugin's definitions ask for that it cannot honour.
                 let notes = serde_json::from_value::<InitializeResult>(answer).map(|r| r.notes).unwrap_or_default();
@@ -679,12 +684,9 @@ impl PluginRequests {
                     }
                     Some((tool, Some(approver))) => (tool, approver),
                 };
-                let question = ApprovalQuestion {
-                    plugin: plugin.to_string(),
-                    tool,
-                    message: params.message,
-                    details: params.details,
-                };
+                // What the person reads is the plugin's text: kept short enough to read.
+                let message: String = params.message.chars().take(MAX_APPROVAL_MESSAGE_CHARS).collect();
+                let question = ApprovalQuestion { plugin: plugin.to_string(), tool, message, details: params.details };
                 let token = self.dead.child_token();
                 self.running.lock().unwrap_or_else(|p| p.into_inner()).insert(id.clone(), token.clone());
                 let (stdin, running, dead) = (Arc::clone(&self.stdin), Arc::clone(&self.running), self.dead.clone());

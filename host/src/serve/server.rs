@@ -478,7 +478,7 @@ impl Approvals {
             Asked::Declined => Err(format!("the person declined the call to {name}")),
             Asked::Cancelled => Err(format!("the person cancelled the approval of {name}, so it did not run")),
             Asked::CannotAsk => Err(format!(
-                "{name} needs a person's approval, but this MCP client cannot ask (it does not support elicitation). Use a client that supports elicitation, or remove the tool from `require_approval` in plugin {plugin}'s configuration entry"
+                "{name} needs a person's approval, but this MCP client cannot ask (it does not support elicitation). Use a client that supports elicitation; when the approval comes from `require_approval` in plugin {plugin}'s configuration entry, removing the tool there lets it run unasked"
             )),
             Asked::Failed(e) => Err(format!("asking for approval of {name} failed: {e}")),
         }

@@ -65,6 +65,7 @@ const {
   StringPrototypeLastIndexOf,
   StringPrototypePadStart,
   StringPrototypeSlice,
+  StringPrototypeStartsWith,
   StringPrototypeTrim,
   SymbolFor,
   TypeError: PluginTypeError,
@@ -90,12 +91,19 @@ function unoffered(name) {
 }
 
 // ----------------------------------------------------------------- settings
-/** The plugin's settings (from its configuration entry), a fresh frozen copy each time. */
+/** `value` (plain JSON) with every object and array in it frozen. */
+function deepFreeze(value) {
+  if (value !== null && typeof value === "object") {
+    const keys = ObjectKeys(value);
+    for (let i = 0; i < keys.length; i++) deepFreeze(value[keys[i]]);
+    ObjectFreeze(value);
+  }
+  return value;
+}
+
+/** The plugin's settings (from its configuration entry): a fresh, deeply frozen copy each time. */
 function settingsObject() {
-  const copy = {};
-  const names = ObjectKeys(setup.settings);
-  for (let i = 0; i < names.length; i++) copy[names[i]] = setup.settings[names[i]];
-  return ObjectFreeze(copy);
+  return deepFreeze(JSONParse(JSONStringify(setup.settings)));
 }
 
 // ------------------------------------------------- the plugin's own requests
@@ -456,7 +464,13 @@ function requireFrom(referrer) {
     const target = opRequire(specifier, referrer);
     switch (target.kind) {
       case "commonjs": return loadCommonJs(target.url);
-      case "json": return JSONParse(opModuleSource(target.url));
+      case "json": {
+        const cached = MapPrototypeGet(commonJsModules, target.url);
+        if (cached) return cached.exports;
+        const module = { exports: JSONParse(opModuleSource(target.url)), loaded: true };
+        MapPrototypeSet(commonJsModules, target.url, module);
+        return module.exports;
+      }
       default:
         throw new PluginError(`${pathsOf(referrer).path} requires ${JSONStringify(specifier)}, an ES module: CommonJS code reaches ES modules with import(), not require()`);
     }
@@ -472,7 +486,9 @@ function loadCommonJs(url) {
   const module = { exports: {}, id: path, filename: path, loaded: false, children: [], paths: [] };
   module.require = requireFrom(url);
   MapPrototypeSet(commonJsModules, url, module);
-  const source = opModuleSource(url);
+  let source = opModuleSource(url);
+  // A hashbang line (`#!/usr/bin/env node`) is a comment to Node.
+  if (StringPrototypeStartsWith(source, "#!")) source = `//${StringPrototypeSlice(source, 2)}`;
   const [factory, error] = evalContext(`(function (exports, require, module, __filename, __dirname) { ${source}\n})`, url);
   if (error) {
     MapPrototypeDelete(commonJsModules, url);
@@ -612,6 +628,7 @@ const PLUGIN_GLOBALS = [
   ["TextEncoder", web.TextEncoder, true],
   ["TextDecoder", web.TextDecoder, true],
   ["URL", web.URL, true],
+  ["performance", web.performance, true],
   ["URLSearchParams", web.URLSearchParams, true],
   ["Blob", web.Blob, true],
   ["File", web.File, true],

@@ -9,12 +9,13 @@
 // host's next message no longer than that, and a `timers` delivery runs what is due.
 const web = (function () {
   const core = globalThis.Deno.core;
-  const { op_plugin_timers: opTimers, op_plugin_log: opLog } = core.ops;
+  const { op_plugin_timers: opTimers, op_plugin_log: opLog, op_plugin_now: opNow } = core.ops;
   const encodeText = core.encode;
   const decodeText = core.decode;
   const {
     ArrayBufferIsView,
     ArrayIsArray,
+    ObjectFreeze,
     ArrayPrototypeJoin,
     ArrayPrototypePush,
     ArrayPrototypeSlice,
@@ -120,6 +121,9 @@ const web = (function () {
   }
 
   // ------------------------------------------------------------------ timers
+  // Deadlines are on the runtime's monotonic clock (`op_plugin_now`, milliseconds since
+  // the runtime started), as Rust's wait is: a change of the wall clock moves neither.
+  const performance = ObjectFreeze({ now: () => opNow(), timeOrigin: DateNow() - opNow() });
   /** id -> { deadline, callback, args, interval } */
   const timers = new SafeMap();
   let nextTimer = 1;
@@ -133,7 +137,7 @@ const web = (function () {
     });
     if (next !== announced) {
       announced = next;
-      opTimers(next === -1 ? -1 : MathMax(0, next - DateNow()));
+      opTimers(next === -1 ? -1 : MathMax(0, next - opNow()));
     }
   }
 
@@ -146,7 +150,7 @@ const web = (function () {
     if (typeof callback !== "function") throw new TypeErrorCtor("a timer's callback must be a function (codemode runs no code from strings)");
     const id = nextTimer++;
     const delay = delayOf(ms);
-    MapPrototypeSet(timers, id, { __proto__: null, deadline: DateNow() + delay, callback, args, interval: interval ? delay : -1 });
+    MapPrototypeSet(timers, id, { __proto__: null, deadline: opNow() + delay, callback, args, interval: interval ? delay : -1 });
     announce();
     return id;
   }
@@ -157,7 +161,7 @@ const web = (function () {
 
   /** Runs every timer that is due (the `timers` delivery), then announces the next deadline. */
   function fireTimers() {
-    const now = DateNow();
+    const now = opNow();
     const due = [];
     MapPrototypeForEach(timers, (timer, id) => {
       if (timer.deadline <= now) ArrayPrototypePush(due, id);
@@ -580,6 +584,7 @@ const web = (function () {
     abortError,
     timerGlobals,
     fireTimers,
+    performance,
     TextEncoder,
     TextDecoder,
     URL,

@@ -31,6 +31,9 @@ pub struct CjsExports {
 /// The exports of the CommonJS module `source`; nothing when it does not parse (the
 /// module then reports its own error when it runs).
 pub fn exports_of(source: &str) -> CjsExports {
+    if plugin_format::nesting::too_deep(source) {
+        return CjsExports::default();
+    }
     let map: Lrc<SourceMap> = Lrc::default();
     let file = map.new_source_file(Lrc::new(FileName::Anon), source.to_string());
     let mut recovered = Vec::new();

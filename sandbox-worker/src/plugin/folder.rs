@@ -78,8 +78,11 @@ pub struct PluginFolder {
 
 impl PluginFolder {
     /// Copies what a plugin may import from `dir` (see the module docs). Runs before the
-    /// sandbox; sizes are checked before files are read.
-    pub fn read(dir: &Path) -> Result<Self, FolderError> {
+    /// sandbox; sizes are checked before files are read, and no file is read through a
+    /// symbolic link. For a plugin that is one file (`only_file`), only that file,
+    /// `package.json` and `node_modules` of the folder are copied: its neighbours are
+    /// not its files.
+    pub fn read(dir: &Path, only_file: Option<&str>) -> Result<Self, FolderError> {
         let read_err = |path: &Path| {
             let path = path.to_path_buf();
             move |source| FolderError::Read { path, source }
@@ -93,6 +96,12 @@ impl PluginFolder {
             for entry in std::fs::read_dir(&real).map_err(read_err(&real))? {
                 let entry = entry.map_err(read_err(&real))?;
                 let name = entry.file_name();
+                let at_top = virtual_dir.as_os_str() == ROOT;
+                if let (true, Some(file)) = (at_top, only_file) {
+                    if !(name == file || name == "package.json" || name == "node_modules") {
+                        continue;
+                    }
+                }
                 let (real_path, virtual_path) = (entry.path(), virtual_dir.join(&name));
                 let kind = entry.file_type().map_err(read_err(&real_path))?;
                 if kind.is_symlink() {
@@ -112,21 +121,37 @@ impl PluginFolder {
                     fs.dirs.insert(virtual_path.clone());
                     pending.push((real_path, virtual_path, in_packages || name == "node_modules"));
                 } else if kind.is_file() && copied(&name.to_string_lossy(), in_packages) {
+                    let too_large = || FolderError::TooLarge {
+                        dir: dir.to_path_buf(),
+                        what: format!("{} MiB or {MAX_FILES} files", MAX_TOTAL_BYTES >> 20),
+                    };
                     let size = entry.metadata().map_err(read_err(&real_path))?.len();
-                    total += size;
-                    if total > MAX_TOTAL_BYTES || fs.files.len() >= MAX_FILES {
-                        return Err(FolderError::TooLarge {
-                            dir: dir.to_path_buf(),
-                            what: format!("{} MiB or {MAX_FILES} files", MAX_TOTAL_BYTES >> 20),
-                        });
+                    if total + size > MAX_TOTAL_BYTES || fs.files.len() >= MAX_FILES {
+                        return Err(too_large());
                     }
-                    let bytes = std::fs::read(&real_path).map_err(read_err(&real_path))?;
+                    let bytes = read_bounded(&real_path, MAX_TOTAL_BYTES - total).map_err(read_err(&real_path))?;
+                    total += bytes.len() as u64;
+                    if total > MAX_TOTAL_BYTES {
+                        return Err(too_large());
+                    }
                     fs.files.insert(virtual_path, bytes.into());
                 }
             }
         }
         Ok(Self { fs: Arc::new(fs), real_root })
     }
+}
+
+/// The file at `path`, never through a symbolic link (one swapped in after the folder was
+/// listed fails to open), and at most `limit + 1` bytes of it (a file that grew after it
+/// was sized shows as too large instead of being read whole).
+fn read_bounded(path: &Path, limit: u64) -> io::Result<Vec<u8>> {
+    use std::io::Read;
+    use std::os::unix::fs::OpenOptionsExt;
+    let file = std::fs::OpenOptions::new().read(true).custom_flags(libc::O_NOFOLLOW).open(path)?;
+    let mut bytes = Vec::new();
+    file.take(limit.saturating_add(1)).read_to_end(&mut bytes)?;
+    Ok(bytes)
 }
 
 /// Whether a file named `name` is copied (`in_packages`: it is inside `node_modules`).
@@ -335,7 +360,7 @@ mod tests {
         std::fs::write(base.join("secret.js"), "stolen").unwrap();
         std::os::unix::fs::symlink("../packages/local", dir.join("node_modules/local")).unwrap();
         std::os::unix::fs::symlink(base.join("secret.js"), dir.join("leak.js")).unwrap();
-        let folder = PluginFolder::read(&dir).unwrap();
+        let folder = PluginFolder::read(&dir, None).unwrap();
         let fs = &folder.fs;
         assert_eq!(&*fs.file(Path::new("/plugin/main.ts")).unwrap(), b"export {}");
         assert!(fs.file(Path::new("/plugin/node_modules/pkg/index.d.ts")).is_err());
@@ -351,6 +376,27 @@ mod tests {
         assert!(e.starts_with("/plugin/leak.js is a symbolic link out of the plugin's folder (to "), "{e}");
         assert!(e.contains("secret.js"), "{e}");
         assert!(fs.files.values().all(|bytes| &**bytes != b"stolen"));
+    }
+
+    #[test]
+    fn a_one_file_plugin_gets_its_file_and_packages_not_its_neighbours() {
+        let dir = std::env::temp_dir().join(format!("codemode-folder-one-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(dir.join("node_modules/zod")).unwrap();
+        std::fs::create_dir_all(dir.join("private")).unwrap();
+        std::fs::write(dir.join("deploy.mjs"), "export default {}").unwrap();
+        std::fs::write(dir.join("other-plugin.mjs"), "export default {}").unwrap();
+        std::fs::write(dir.join("package.json"), "{}").unwrap();
+        std::fs::write(dir.join("node_modules/zod/index.js"), "export const z = 1").unwrap();
+        std::fs::write(dir.join("private/creds.json"), "{\"token\": 1}").unwrap();
+        let folder = PluginFolder::read(&dir, Some("deploy.mjs")).unwrap();
+        let fs = &folder.fs;
+        for kept in ["/plugin/deploy.mjs", "/plugin/package.json", "/plugin/node_modules/zod/index.js"] {
+            assert!(fs.file(Path::new(kept)).is_ok(), "{kept}");
+        }
+        for left in ["/plugin/other-plugin.mjs", "/plugin/private/creds.json"] {
+            assert!(fs.file(Path::new(left)).is_err(), "{left}");
+        }
     }
 
     #[test]

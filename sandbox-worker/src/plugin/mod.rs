@@ -73,8 +73,8 @@ pub fn run(options: PluginOptions) -> ! {
     };
     let layout = plugin_format::detect(&options.dir, Some(format))
         .unwrap_or_else(|e| refuse(&link, &format!("plugin {name} cannot load: {e}")));
-    let folder =
-        PluginFolder::read(&layout.root).unwrap_or_else(|e| refuse(&link, &format!("plugin {name} cannot load: {e}")));
+    let folder = PluginFolder::read(&layout.root, layout.only_file.as_deref())
+        .unwrap_or_else(|e| refuse(&link, &format!("plugin {name} cannot load: {e}")));
     let base = memory::current_data_bytes().unwrap_or_else(|e| crate::fail(&format!("cannot measure memory: {e}")))
         + crate::SPAWNED_ENGINE_ALLOWANCE;
 
@@ -91,7 +91,8 @@ pub fn run(options: PluginOptions) -> ! {
     }
     let initialize = link.wait_for_initialize();
 
-    let modules = Rc::new(PluginModules::new(Arc::clone(&folder.fs), folder.real_root.clone()));
+    let entries: Vec<String> = layout.entries.iter().map(|e| e.module.clone()).collect();
+    let modules = Rc::new(PluginModules::new(Arc::clone(&folder.fs), folder.real_root.clone()).with_entries(&entries));
     let mut runtime = crate::engine::new_runtime(
         vec![codemode_plugin::init()],
         Some(Rc::clone(&modules) as Rc<dyn deno_core::ModuleLoader>),

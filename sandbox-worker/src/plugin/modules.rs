@@ -120,7 +120,8 @@ pub struct PluginModules {
     folder: PathBuf,
     /// Export names found for CommonJS modules, by path.
     cjs_names: RefCell<HashMap<PathBuf, Vec<String>>>,
-    /// What each module is, by path, once it was asked.
+    /// What each module is, by path, once it was asked (the layout's own modules are ES
+    /// modules from the start, whatever their text).
     kinds: RefCell<HashMap<PathBuf, Kind>>,
 }
 
@@ -153,6 +154,17 @@ impl PluginModules {
         );
         let requires = imports.clone_with_options(options(&["require", "default"], &["main"]));
         Self { fs, imports, requires, folder, cjs_names: RefCell::default(), kinds: RefCell::default() }
+    }
+
+    /// The loader, with the layout's own modules (paths inside the folder) loaded as ES
+    /// modules: the runtime evaluates them as modules, whatever a `.js` file's text or
+    /// `package.json` would make of it.
+    pub fn with_entries(self, entries: &[String]) -> Self {
+        for entry in entries {
+            let path = PathBuf::from(ROOT).join(entry.trim_start_matches("./"));
+            self.kinds.borrow_mut().insert(path, Kind::Module);
+        }
+        self
     }
 
     /// The URL of one of the plugin's files, given by its path inside the folder.
@@ -252,7 +264,7 @@ impl PluginModules {
     /// The text of the file at `url`, as the module or script it is (TypeScript
     /// stripped; CommonJS as written).
     pub fn source(&self, url: &ModuleSpecifier) -> Result<String, String> {
-        let path = PathBuf::from(url.path());
+        let path = path_of(url)?;
         let bytes = self.fs.file(&path).map_err(|e| format!("module {url}: {e}"))?;
         let text = String::from_utf8(bytes.to_vec()).map_err(|_| format!("module {url} is not UTF-8 text"))?;
         let name = url.path();
@@ -283,13 +295,19 @@ impl PluginModules {
         let mut names = found.names;
         for specifier in &found.reexports {
             if let Ok((target, Kind::CommonJs)) = self.resolve_specifier(specifier, url.as_str(), Style::Require) {
-                names.extend(self.cjs_exports(Path::new(target.path()), depth + 1, seen));
+                if let Ok(target) = path_of(&target) {
+                    names.extend(self.cjs_exports(&target, depth + 1, seen));
+                }
             }
         }
         names.sort();
         names.dedup();
         names.retain(|n| n != "default");
-        self.cjs_names.borrow_mut().insert(path.to_path_buf(), names.clone());
+        // Only a whole answer is kept: inside a cycle, or past the depth, a module's
+        // re-exports were cut short.
+        if depth == 0 {
+            self.cjs_names.borrow_mut().insert(path.to_path_buf(), names.clone());
+        }
         names
     }
 
@@ -297,7 +315,7 @@ impl PluginModules {
     /// through `plugin.js`'s runtime and exports its `module.exports` as `default` and
     /// each name found in its text.
     fn commonjs_facade(&self, url: &ModuleSpecifier) -> String {
-        let names = self.cjs_exports(Path::new(url.path()), 0, &mut Vec::new());
+        let names = path_of(url).map(|p| self.cjs_exports(&p, 0, &mut Vec::new())).unwrap_or_default();
         let url_text = serde_json::to_string(url.as_str()).unwrap_or_default();
         let mut text =
             format!("const m = globalThis[Symbol.for(\"codemode.require\")]({url_text});\nexport default m;\n");
@@ -321,7 +339,7 @@ impl PluginModules {
         if !url.as_str().starts_with(ROOT_URL) {
             return Err(format!("module {url} is not a file of the plugin"));
         }
-        let path = PathBuf::from(url.path());
+        let path = path_of(url)?;
         match self.kind_of(&path) {
             Kind::Json => Ok(module(ModuleType::Json, self.source(url)?, url)),
             Kind::CommonJs => Ok(module(ModuleType::JavaScript, self.commonjs_facade(url), url)),
@@ -357,6 +375,12 @@ impl PluginModules {
     }
 }
 
+/// The `/plugin/...` path a file URL names (percent-escapes decoded: `my%20tool.js` is
+/// `my tool.js`).
+fn path_of(url: &ModuleSpecifier) -> Result<PathBuf, String> {
+    url.to_file_path().map_err(|()| format!("{url} does not name a file of the plugin"))
+}
+
 fn module(kind: ModuleType, code: String, url: &ModuleSpecifier) -> ModuleSource {
     ModuleSource::new(kind, ModuleSourceCode::String(code.into()), url, None)
 }
@@ -365,7 +389,7 @@ fn module(kind: ModuleType, code: String, url: &ModuleSpecifier) -> ModuleSource
 fn referrer_dir(referrer: &str) -> PathBuf {
     match ModuleSpecifier::parse(referrer) {
         Ok(url) if url.scheme() == "file" => {
-            PathBuf::from(url.path()).parent().map_or_else(|| PathBuf::from(ROOT), Path::to_path_buf)
+            path_of(&url).ok().and_then(|p| p.parent().map(Path::to_path_buf)).unwrap_or_else(|| PathBuf::from(ROOT))
         }
         _ => PathBuf::from(ROOT),
     }
@@ -553,6 +577,17 @@ mod tests {
         assert_eq!(m.kind_of(Path::new("/plugin/a.js")), Kind::Module);
         assert_eq!(m.kind_of(Path::new("/plugin/b.js")), Kind::CommonJs);
         assert_eq!(m.kind_of(Path::new("/plugin/pkg/c.js")), Kind::Module);
+    }
+
+    #[test]
+    fn file_names_that_need_escaping_in_urls_load() {
+        let m = modules(&[("my tool.js", "export const a = 1"), ("ünï.mjs", "export const b = 1")]);
+        for name in ["my tool.js", "ünï.mjs"] {
+            let url = PluginModules::url_of(name).unwrap();
+            assert_eq!(m.source(&url).unwrap().len(), 18, "{name}: {url}");
+        }
+        let m = m.with_entries(&["my tool.js".to_string()]);
+        assert_eq!(m.kind_of(Path::new("/plugin/my tool.js")), Kind::Module);
     }
 
     #[test]

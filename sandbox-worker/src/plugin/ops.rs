@@ -171,12 +171,17 @@ impl HostReader {
     /// stream ends the plugin.
     fn line(&mut self, within: Option<Duration>) -> Option<String> {
         if let Some(limit) = within {
-            if !self.reader.buffer().contains(&b'\n') {
-                let timeout = nix::poll::PollTimeout::try_from(limit).unwrap_or(nix::poll::PollTimeout::MAX);
+            let due = Instant::now() + limit;
+            while !self.reader.buffer().contains(&b'\n') {
+                let left = due.saturating_duration_since(Instant::now());
+                let timeout = nix::poll::PollTimeout::try_from(left).unwrap_or(nix::poll::PollTimeout::MAX);
                 let file = self.reader.get_ref();
                 let mut fds = [nix::poll::PollFd::new(file.as_fd(), nix::poll::PollFlags::POLLIN)];
-                if let Ok(0) = nix::poll::poll(&mut fds, timeout) {
-                    return None;
+                match nix::poll::poll(&mut fds, timeout) {
+                    Ok(0) => return None,
+                    // A signal woke the wait early: wait for the rest of the time.
+                    Err(nix::errno::Errno::EINTR) => continue,
+                    _ => break,
                 }
             }
         }
@@ -262,9 +267,14 @@ impl PluginLink {
         let within = self.timer.get().map(|due| due.saturating_duration_since(Instant::now()));
         let line = self.reader.borrow_mut().line(within);
         clock.on_unpark();
-        clock.new_step();
         let delivery = match line {
-            Some(line) => self.read(&line),
+            Some(line) => {
+                // Only a host message starts a new step: JavaScript run by timers counts
+                // towards the step it runs in, so a plugin cannot keep a core busy
+                // between calls with an interval.
+                clock.new_step();
+                self.read(&line)
+            }
             None => {
                 self.timer.set(None);
                 Some(Delivery::Timers)
@@ -577,6 +587,15 @@ pub fn op_plugin_log(#[smi] level: u32, #[string] text: &str) {
     log(level, text);
 }
 
+/// When the plugin runtime started, for its monotonic clock.
+static STARTED: std::sync::OnceLock<Instant> = std::sync::OnceLock::new();
+
+/// Milliseconds on the runtime's monotonic clock (`performance.now()`, timers).
+#[op2(fast)]
+pub fn op_plugin_now() -> f64 {
+    STARTED.get_or_init(Instant::now).elapsed().as_secs_f64() * 1000.0
+}
+
 /// The earliest timer is due in `delay_ms` (negative: no timer is waiting).
 #[op2(fast)]
 pub fn op_plugin_timers(state: &mut OpState, delay_ms: f64) -> Result<(), JsErrorBox> {
@@ -733,6 +752,7 @@ deno_core::extension!(
         op_plugin_require,
         op_plugin_module_source,
         op_plugin_random,
+        op_plugin_now,
         op_plugin_url_parse,
         op_plugin_url_set,
     ],

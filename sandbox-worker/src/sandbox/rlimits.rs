@@ -2,12 +2,13 @@
 //! [`apply`].
 
 use nix::sys::resource::{setrlimit, Resource};
+use protocol::worker::Resource as Limited;
 
 /// One limit: the resource and its soft and hard values.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Rlimit {
     /// The resource.
-    pub resource: Resource,
+    pub resource: Limited,
     /// Soft limit.
     pub soft: u64,
     /// Hard limit.
@@ -23,27 +24,28 @@ pub struct Rlimit {
 pub fn worker_rlimits(data_bytes: u64, cpu_seconds: u64) -> Vec<Rlimit> {
     vec![
         Rlimit {
-            resource: Resource::RLIMIT_DATA,
+            resource: Limited::Data,
             soft: data_bytes,
             hard: data_bytes,
-            reason: "memory backstop behind the heap limit",
+            reason:
+                "memory backstop behind the heap limit; per program, the worker's base + 1.5 x its heap limit + 64 MiB",
         },
         Rlimit {
-            resource: Resource::RLIMIT_NOFILE,
+            resource: Limited::Nofile,
             soft: 32,
             hard: 32,
             reason: "the channel and the event loop's few descriptors",
         },
-        Rlimit { resource: Resource::RLIMIT_NPROC, soft: 0, hard: 0, reason: "no new processes or threads" },
-        Rlimit { resource: Resource::RLIMIT_FSIZE, soft: 0, hard: 0, reason: "no file may grow" },
-        Rlimit { resource: Resource::RLIMIT_CORE, soft: 0, hard: 0, reason: "no core dumps" },
-        Rlimit { resource: Resource::RLIMIT_MEMLOCK, soft: 0, hard: 0, reason: "no locked memory" },
-        Rlimit { resource: Resource::RLIMIT_MSGQUEUE, soft: 0, hard: 0, reason: "no POSIX message queues" },
+        Rlimit { resource: Limited::Nproc, soft: 0, hard: 0, reason: "no new processes or threads" },
+        Rlimit { resource: Limited::Fsize, soft: 0, hard: 0, reason: "no file may grow" },
+        Rlimit { resource: Limited::Core, soft: 0, hard: 0, reason: "no core dumps" },
+        Rlimit { resource: Limited::Memlock, soft: 0, hard: 0, reason: "no locked memory" },
+        Rlimit { resource: Limited::Msgqueue, soft: 0, hard: 0, reason: "no POSIX message queues" },
         Rlimit {
-            resource: Resource::RLIMIT_CPU,
+            resource: Limited::Cpu,
             soft: cpu_seconds,
             hard: cpu_seconds.saturating_add(1),
-            reason: "CPU backstop behind the step watchdog",
+            reason: "CPU backstop behind the step watchdog; per program, from its wall clock",
         },
     ]
 }
@@ -53,7 +55,7 @@ pub fn report(limits: &[Rlimit]) -> Vec<protocol::worker::RlimitReport> {
     limits
         .iter()
         .map(|l| protocol::worker::RlimitReport {
-            resource: format!("{:?}", l.resource),
+            resource: l.resource,
             soft: l.soft,
             hard: l.hard,
             reason: l.reason.to_string(),
@@ -61,10 +63,25 @@ pub fn report(limits: &[Rlimit]) -> Vec<protocol::worker::RlimitReport> {
         .collect()
 }
 
+/// The kernel's resource for one the contract names.
+fn kernel_resource(resource: protocol::worker::Resource) -> Resource {
+    use protocol::worker::Resource as R;
+    match resource {
+        R::Data => Resource::RLIMIT_DATA,
+        R::Nofile => Resource::RLIMIT_NOFILE,
+        R::Nproc => Resource::RLIMIT_NPROC,
+        R::Fsize => Resource::RLIMIT_FSIZE,
+        R::Core => Resource::RLIMIT_CORE,
+        R::Memlock => Resource::RLIMIT_MEMLOCK,
+        R::Msgqueue => Resource::RLIMIT_MSGQUEUE,
+        R::Cpu => Resource::RLIMIT_CPU,
+    }
+}
+
 /// Applies the limits in order.
 pub fn apply(limits: &[Rlimit]) -> nix::Result<()> {
     for l in limits {
-        setrlimit(l.resource, l.soft, l.hard)?;
+        setrlimit(kernel_resource(l.resource), l.soft, l.hard)?;
     }
     Ok(())
 }
@@ -76,12 +93,12 @@ mod tests {
     #[test]
     fn workers_get_no_files_processes_or_cores_and_a_cpu_backstop() {
         let limits = worker_rlimits(300 << 20, 901);
-        let get = |r: Resource| limits.iter().find(|l| l.resource == r).map(|l| (l.soft, l.hard));
-        assert_eq!(get(Resource::RLIMIT_DATA), Some((300 << 20, 300 << 20)));
-        assert_eq!(get(Resource::RLIMIT_FSIZE), Some((0, 0)));
-        assert_eq!(get(Resource::RLIMIT_CORE), Some((0, 0)));
-        assert_eq!(get(Resource::RLIMIT_NPROC), Some((0, 0)));
-        assert_eq!(get(Resource::RLIMIT_CPU), Some((901, 902)));
+        let get = |r: Limited| limits.iter().find(|l| l.resource == r).map(|l| (l.soft, l.hard));
+        assert_eq!(get(Limited::Data), Some((300 << 20, 300 << 20)));
+        assert_eq!(get(Limited::Fsize), Some((0, 0)));
+        assert_eq!(get(Limited::Core), Some((0, 0)));
+        assert_eq!(get(Limited::Nproc), Some((0, 0)));
+        assert_eq!(get(Limited::Cpu), Some((901, 902)));
         assert!(limits.iter().all(|l| l.soft <= l.hard && !l.reason.is_empty()));
     }
 }

@@ -3,6 +3,8 @@
 // expect: kind=ok
 // expect-value: true
 // memory-mib: 256
+// cpu-step-ms: 10000
+// (the attack is the size, not CPU time: a loaded machine must not turn it into a CPU-limit outcome)
 try {
   await tools.math.add({ a: "x".repeat(33 * 1024 * 1024), b: 1 });
   return "sent";

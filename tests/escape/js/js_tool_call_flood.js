@@ -2,4 +2,6 @@
 // category: js/exhaustion
 // expect: kind=ok
 // expect-value: 20000
+// cpu-step-ms: 10000
+// (the attack is the size, not CPU time: a loaded machine must not turn it into a CPU-limit outcome)
 const r = await Promise.allSettled(Array.from({ length: 20000 }, (_, i) => tools.math.add({ a: i, b: 0 }))); return r.length;

@@ -51,6 +51,41 @@ export function activate(api) {
   let count = 0;
   tool("count", () => ++count);
   tool("fire_and_forget", () => { Promise.reject(new Error("nobody listens")); return "fired"; });
+  tool("web", async () => {
+    const order = [];
+    const started = performance.now();
+    await new Promise((resolve) => {
+      setTimeout(() => order.push("t30"), 30);
+      setTimeout(() => { order.push("t10"); queueMicrotask(() => order.push("micro")); }, 10);
+      const cancelled = setTimeout(() => order.push("cancelled"), 5);
+      clearTimeout(cancelled);
+      let ticks = 0;
+      const interval = setInterval(() => { order.push(`i${++ticks}`); if (ticks === 2) clearInterval(interval); }, 15);
+      setTimeout(resolve, 60);
+    });
+    const url = new URL("../b/c?x=1&y=two words#h", "https://user:pw@example.com:8443/a/index.html");
+    url.searchParams.append("z", "3&4");
+    url.hash = "top";
+    const params = new URLSearchParams({ q: "a b", r: "ü" });
+    const bytes = new TextEncoder().encode("héllo");
+    const blob = new Blob(["ab", new Uint8Array([99])], { type: "Text/Plain" });
+    const form = new FormData();
+    form.append("file", blob, "c.txt");
+    return {
+      order,
+      waited: performance.now() - started >= 55,
+      url: url.href,
+      parts: [url.protocol, url.host, url.hostname, url.port, url.pathname, url.search, url.hash, url.origin],
+      params: params.toString(),
+      parsed: [...new URLSearchParams("a=1&a=2&b=%20x+y").entries()],
+      bytes: Array.from(bytes),
+      decoded: new TextDecoder().decode(bytes),
+      fatal: (() => { try { new TextDecoder("utf-8", { fatal: true }).decode(new Uint8Array([0xff])); return "decoded"; } catch (e) { return e.constructor.name; } })(),
+      blob: [await blob.text(), blob.size, blob.type, form.get("file").name],
+      uuid: /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/.test(crypto.randomUUID()),
+      invalid: (() => { try { new URL("not a url"); return "parsed"; } catch (e) { return e.constructor.name; } })(),
+    };
+  });
   tool("globals", () => [
     ...["Deno", "require", "module", "Buffer", "WebAssembly", "host", "fetch", "setTimeout", "queueMicrotask", "TextEncoder", "crypto", "process", "tools", "AbortController", "console"]
       .map((n) => `${n}:${typeof globalThis[n]}`),
