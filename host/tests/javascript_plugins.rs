@@ -532,6 +532,44 @@ async fn a_broken_module_is_reported_with_its_error() {
     drop(s.host);
 }
 
+/// A plugin whose `activate` throws is unavailable with its reason, and is retried: once
+/// its author fixes the module, a later call (after the backoff) finds the tool.
+#[tokio::test]
+async fn a_plugin_whose_activate_throws_is_retried_after_its_author_fixes_it() {
+    let manifest =
+        format!(r#"{{ "name": "r", "version": "1", "main": "main.js", "permissions": {{ {TOOLS_PROVIDE} }} }}"#);
+    let dir = plugin_folder(
+        "retried",
+        &manifest,
+        &[("main.js", "export function activate() { throw new Error(\"the database is not ready\"); }")],
+    );
+    let s = start(vec![javascript("r", &dir, Duration::from_secs(10), 64, 500)]).await;
+    assert_eq!(s.problems.len(), 1, "{:?}", s.problems);
+    let why =
+        value(&s.executor, "try { await tools.r.ping({}); return 'reached' } catch (e) { return e.message }").await;
+    assert!(
+        why.as_str().unwrap().starts_with("plugin r is unavailable: ")
+            && why.as_str().unwrap().contains("plugin r cannot load: the database is not ready"),
+        "{why}"
+    );
+
+    std::fs::write(
+        dir.join("main.js"),
+        "export function activate(api) { api.tools.register({ name: \"ping\", description: \"Answers pong.\", inputSchema: { type: \"object\" }, run: () => \"pong\" }); }",
+    )
+    .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let answer = loop {
+        let v = value(&s.executor, "try { return await tools.r.ping({}) } catch (e) { return 'unavailable' }").await;
+        if v != json!("unavailable") || Instant::now() > deadline {
+            break v;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    assert_eq!(answer, json!("pong"));
+    drop(s.host);
+}
+
 /// A tiny HTTP server: `/hello` answers text, `/echo` echoes the request body and its
 /// x-test header, `/away` redirects to `away_to`, `/binary` answers bytes that are not
 /// UTF-8.
