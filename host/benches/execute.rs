@@ -2,7 +2,8 @@
 //!
 //! Prints p50 and p95 of:
 //! - the whole execute of a trivial program (host API call to outcome), for the
-//!   template (fork) path with and without the sandbox, and the spawn path;
+//!   template (fork) path with and without the warm pool and the sandbox, and the
+//!   spawn path;
 //! - the tool-call round trip with an in-process tool: measured at the host as the time
 //!   between consecutive calls of a program that awaits one call after another (answer
 //!   sent → JavaScript resolves → next call arrives);
@@ -77,9 +78,19 @@ fn main() {
             .await
             .unwrap();
         let spawn = Executor::builder().launch_mode(LaunchMode::Spawn).catalog(catalog(arrivals.clone())).build().await.unwrap();
+        let cold = Executor::builder()
+            .launch_mode(LaunchMode::Template)
+            .warm_workers(0)
+            .catalog(catalog(arrivals.clone()))
+            .build()
+            .await
+            .unwrap();
         println!("codemode execute benchmark ({} cores)", std::thread::available_parallelism().map(|n| n.get()).unwrap_or(0));
 
         let fork_p50 = report("execute, trivial program, template (fork)", execute_samples(&template, 500).await);
+        let cold_p50 = report("  the same without the warm pool", execute_samples(&cold, 500).await);
+        println!("{:<44} {:.2}x faster", "  with the warm pool", cold_p50.as_secs_f64() / fork_p50.as_secs_f64());
+        drop(cold);
         let bare_p50 = report("  the same without the sandbox", execute_samples(&unsandboxed, 500).await);
         println!("{:<44} {:+.2} ms", "  what the sandbox adds to the p50", (fork_p50.as_secs_f64() - bare_p50.as_secs_f64()) * 1e3);
         drop(unsandboxed);

@@ -106,8 +106,17 @@ fn write(path: &Path, value: impl std::fmt::Display) -> Result<(), String> {
 impl Drop for PoolCgroup {
     fn drop(&mut self) {
         for dir in &self.dirs {
-            // Fails while processes remain; they are gone when the executor is dropped.
-            let _ = std::fs::remove_dir(dir);
+            // Fails while processes remain. They were all killed when the executor was
+            // dropped, but a worker reaped in the background may still be exiting: give
+            // it a moment (what is left over is removed by the next host's `remove_stale`).
+            for _ in 0..200 {
+                match std::fs::remove_dir(dir) {
+                    Err(e) if e.raw_os_error() == Some(libc::EBUSY) => {
+                        std::thread::sleep(std::time::Duration::from_millis(1))
+                    }
+                    _ => break,
+                }
+            }
         }
     }
 }

@@ -86,6 +86,9 @@ pub struct ServerConfig {
     /// on a loopback server (`https://app.example.com`, `http://localhost:*`).
     #[serde(default)]
     pub allowed_origins: Vec<String>,
+    /// Workers kept forked and locked down ahead of demand, for programs with the
+    /// default limits (default: one per core, at most four; 0 turns the pool off).
+    pub warm_workers: Option<usize>,
     /// `codemode serve`: MCP sessions open at once, at most.
     #[serde(default = "default_max_sessions")]
     pub max_sessions: usize,
@@ -105,6 +108,7 @@ impl Default for ServerConfig {
             max_concurrent_programs: default_concurrent_programs(),
             output_bytes: default_output_bytes(),
             allowed_origins: Vec::new(),
+            warm_workers: None,
             max_sessions: default_max_sessions(),
             session_idle_ms: default_session_idle_ms(),
             tls_cert: None,
@@ -380,6 +384,12 @@ impl Config {
         let dir = path.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
         config.base_dir =
             std::fs::canonicalize(dir).map_err(|source| ConfigError::Read { path: dir.into(), source })?;
+        if config.server.warm_workers.is_some_and(|n| n > 64) {
+            return Err(ConfigError::Server {
+                path: path.into(),
+                problem: "warm_workers must be between 0 and 64".into(),
+            });
+        }
         if config.server.max_sessions == 0 {
             return Err(ConfigError::Server { path: path.into(), problem: "max_sessions must be at least 1".into() });
         }

@@ -8,17 +8,30 @@
 //! - [`LaunchMode::Auto`] asks the worker binary which engine it has and picks.
 //!
 //! If the template dies, the next launch starts a new one.
+//!
+//! In template mode the launcher also keeps a **warm pool**: workers forked ahead of
+//! demand and already prepared for the executor's default limits
+//! ([`protocol::HostToWorker::Prepare`]: step clock and watchdog running, resource
+//! limits set, seccomp filter installed), each waiting for its one program. A program
+//! with those limits takes one (and a background task forks its replacement), so its
+//! critical path is: send the program, compile, run, report. A program with other
+//! limits gets a fresh fork set up for its own limits: no worker ever runs a program
+//! with limits other than the ones it was locked down for. Warm workers are never
+//! reused, live in the pool cgroup like every worker, and die with the host.
 
+use std::collections::VecDeque;
 use std::os::fd::{AsFd, AsRawFd, OwnedFd};
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Weak};
 use std::time::Duration;
 
 use nix::sys::socket::{socketpair, AddressFamily, SockFlag, SockType};
 use protocol::template::{recv_control, send_control, TemplateReply, TemplateRequest};
 use protocol::worker::{Engine, MissingLayer, SandboxMode, WorkerCommand};
-use protocol::FrameError;
+use protocol::{FrameError, HostToWorker, WorkerLimits};
 use tokio::io::unix::AsyncFd;
 use tokio::sync::Mutex;
 
@@ -116,9 +129,15 @@ const TEMPLATE_READY_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// Starts workers in the configured mode.
 pub struct Launcher {
-    // Dropped first: killing and reaping the template empties the pool cgroup,
-    // which can then be removed.
+    shared: Arc<Shared>,
+}
+
+/// What the launcher and its refill task share.
+struct Shared {
+    // Dropped in this order: killing and reaping the template and the warm workers
+    // empties the pool cgroup, which can then be removed.
     template: Mutex<Option<Template>>,
+    warm: WarmPool,
     worker: PathBuf,
     mode: LaunchMode,
     sandbox: SandboxPolicy,
@@ -126,9 +145,62 @@ pub struct Launcher {
     cgroup: Result<PoolCgroup, String>,
 }
 
+/// The warm pool's size and limits (see the module documentation).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct WarmPoolConfig {
+    /// Workers kept ready (0: no pool).
+    pub size: usize,
+    /// The limits they are prepared with.
+    pub limits: WorkerLimits,
+}
+
+/// The default pool size: one warm worker per core, at most four.
+pub fn default_warm_workers() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get()).clamp(1, 4)
+}
+
+/// Workers forked and prepared for [`WarmPoolConfig::limits`], each waiting for its program.
+struct WarmPool {
+    config: WarmPoolConfig,
+    ready: std::sync::Mutex<VecDeque<(WorkerProcess, OwnedFd)>>,
+    /// True while a refill task runs (there is at most one).
+    refilling: AtomicBool,
+}
+
+impl WarmPool {
+    fn ready(&self) -> std::sync::MutexGuard<'_, VecDeque<(WorkerProcess, OwnedFd)>> {
+        self.ready.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// A live warm worker prepared for exactly `limits`, if there is one. Workers that
+    /// died while they waited (killed from outside) are reaped on the way.
+    fn take(&self, limits: &WorkerLimits) -> Option<(WorkerProcess, OwnedFd)> {
+        if self.config.size == 0 || *limits != self.config.limits {
+            return None;
+        }
+        let mut ready = self.ready();
+        while let Some(warm) = ready.pop_front() {
+            if !warm.0.has_exited() {
+                return Some(warm);
+            }
+        }
+        None
+    }
+
+    fn wants_more(&self) -> bool {
+        self.ready().len() < self.config.size
+    }
+}
+
 impl Launcher {
-    /// Resolves `Auto` and, in template mode, starts the template.
-    pub async fn new(worker: PathBuf, mode: LaunchMode, sandbox: SandboxPolicy) -> Result<Self, LaunchError> {
+    /// Resolves `Auto` and, in template mode, starts the template (and the warm pool,
+    /// when `warm` asks for one).
+    pub async fn new(
+        worker: PathBuf,
+        mode: LaunchMode,
+        sandbox: SandboxPolicy,
+        warm: WarmPoolConfig,
+    ) -> Result<Self, LaunchError> {
         let mode = match mode {
             LaunchMode::Auto if worker_engine(&worker)?.can_fork() => LaunchMode::Template,
             LaunchMode::Auto => LaunchMode::Spawn,
@@ -146,70 +218,150 @@ impl Launcher {
             _ => None,
         };
         let missing = template.as_ref().map(|t| t.missing_layers.clone()).unwrap_or_default();
-        Ok(Self {
-            worker,
-            mode,
-            sandbox,
-            cgroup,
-            template: Mutex::new(template),
-            missing_layers: std::sync::Mutex::new(missing),
-        })
+        let warm = WarmPoolConfig { size: if mode == LaunchMode::Template { warm.size } else { 0 }, ..warm };
+        let launcher = Self {
+            shared: Arc::new(Shared {
+                template: Mutex::new(template),
+                warm: WarmPool {
+                    config: warm,
+                    ready: std::sync::Mutex::new(VecDeque::new()),
+                    refilling: AtomicBool::new(false),
+                },
+                worker,
+                mode,
+                sandbox,
+                missing_layers: std::sync::Mutex::new(missing),
+                cgroup,
+            }),
+        };
+        launcher.refill();
+        Ok(launcher)
     }
 
     /// Sandbox layers the template reported missing (empty under [`SandboxPolicy::Required`]).
     pub fn missing_layers(&self) -> Vec<MissingLayer> {
-        self.missing_layers.lock().map(|m| m.clone()).unwrap_or_default()
+        self.shared.missing_layers.lock().map(|m| m.clone()).unwrap_or_default()
     }
 
     /// The resolved mode (never `Auto`).
     pub fn mode(&self) -> LaunchMode {
-        self.mode
+        self.shared.mode
     }
 
-    /// Starts one worker; returns it and the host's end of its channel.
+    /// Workers waiting in the warm pool now (for tests and diagnostics).
+    pub fn warm_workers(&self) -> Vec<i32> {
+        self.shared.warm.ready().iter().map(|(process, _)| process.pid()).collect()
+    }
+
+    /// Starts one worker for a program with `limits`; returns it and the host's end of
+    /// its channel. A warm worker prepared for the same limits is taken when there is
+    /// one; otherwise a fresh one is forked (or spawned), which sets itself up for the
+    /// limits its program carries.
+    pub async fn launch(&self, limits: &WorkerLimits) -> Result<(WorkerProcess, OwnedFd), LaunchError> {
+        if let Some(warm) = self.shared.warm.take(limits) {
+            self.refill();
+            return Ok(warm);
+        }
+        let launched = self.shared.launch_fresh().await;
+        self.refill();
+        launched
+    }
+
+    /// Starts the refill task unless one runs or the pool is full: it forks and
+    /// prepares workers until the pool holds its size, and ends when the launcher is gone.
+    fn refill(&self) {
+        let warm = &self.shared.warm;
+        if warm.config.size == 0 || !warm.wants_more() || warm.refilling.swap(true, Ordering::AcqRel) {
+            return;
+        }
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            warm.refilling.store(false, Ordering::Release);
+            return;
+        };
+        runtime.spawn(refill(Arc::downgrade(&self.shared)));
+    }
+
+    /// The template's pid, when there is one (for tests and diagnostics).
+    pub async fn template_pid(&self) -> Option<i32> {
+        self.shared.template.lock().await.as_ref().map(|t| t.process.pid())
+    }
+}
+
+/// The refill task (see [`Launcher::refill`]). Holds the launcher only while it forks,
+/// so dropping the executor ends it.
+async fn refill(shared: Weak<Shared>) {
+    loop {
+        let Some(shared) = shared.upgrade() else { return };
+        let warm = &shared.warm;
+        if !warm.wants_more() {
+            warm.refilling.store(false, Ordering::Release);
+            // A worker taken between the check and the store would otherwise wait for
+            // the next launch to be replaced.
+            if warm.wants_more() && !warm.refilling.swap(true, Ordering::AcqRel) {
+                continue;
+            }
+            return;
+        }
+        let launched = shared.launch_fresh().await;
+        match launched.and_then(|(process, channel)| prepare(&channel, warm.config.limits).map(|()| (process, channel)))
+        {
+            Ok(ready) => warm.ready().push_back(ready),
+            Err(e) => {
+                // The next launch forks on demand (and restarts the template if it must).
+                tracing::warn!("the warm pool cannot refill: {e}");
+                warm.refilling.store(false, Ordering::Release);
+                return;
+            }
+        }
+    }
+}
+
+/// Sends a fresh worker its [`HostToWorker::Prepare`]: it locks itself down for
+/// `limits` and waits for its program. (The channel is new and empty, so the write of
+/// one small frame never blocks.)
+fn prepare(channel: &OwnedFd, limits: WorkerLimits) -> Result<(), LaunchError> {
+    let frame = protocol::frame::encode(&HostToWorker::Prepare { limits })
+        .map_err(|e| LaunchError::Template(format!("cannot encode the prepare message: {e}")))?;
+    protocol::channel::write_all_blocking(channel.as_fd(), &frame).map_err(os("preparing a warm worker"))
+}
+
+impl Shared {
+    /// Forks (or spawns) a worker that has not been prepared; it sets itself up for
+    /// the limits its program carries.
     ///
     /// Each attempt gets a channel of its own: when the template dies while it forks,
     /// the worker it may have made keeps a channel nobody else uses, sees the host's end
     /// closed and exits, and is reaped as an orphan ([`crate::worker_process::reap_orphans`]).
-    pub async fn launch(&self) -> Result<(WorkerProcess, OwnedFd), LaunchError> {
+    async fn launch_fresh(&self) -> Result<(WorkerProcess, OwnedFd), LaunchError> {
         let channel = || {
             std::os::unix::net::UnixStream::pair()
                 .map(|(host, worker)| (OwnedFd::from(host), OwnedFd::from(worker)))
                 .map_err(os("socketpair"))
         };
-        match self.mode {
-            LaunchMode::Spawn => {
-                let (host, worker) = channel()?;
-                Ok((spawn_worker(&self.worker, worker, self.sandbox, self.cgroup.as_ref().ok())?, host))
-            }
-            _ => {
-                let mut guard = self.template.lock().await;
-                if let Some(template) = guard.as_mut() {
-                    let (host, worker) = channel()?;
-                    match template.fork(worker.as_fd()).await {
-                        Ok(pid) => return Ok((WorkerProcess::adopt(pid).map_err(os("pidfd_open"))?, host)),
-                        Err(e) => {
-                            tracing::warn!("template failed ({e}); starting a new one");
-                            crate::worker_process::reap_orphans_soon();
-                        }
-                    }
+        if self.mode == LaunchMode::Spawn {
+            let (host, worker) = channel()?;
+            return Ok((spawn_worker(&self.worker, worker, self.sandbox, self.cgroup.as_ref().ok())?, host));
+        }
+        let mut guard = self.template.lock().await;
+        if let Some(template) = guard.as_mut() {
+            let (host, worker) = channel()?;
+            match template.fork(worker.as_fd()).await {
+                Ok(pid) => return Ok((WorkerProcess::adopt(pid).map_err(os("pidfd_open"))?, host)),
+                Err(e) => {
+                    tracing::warn!("template failed ({e}); starting a new one");
+                    crate::worker_process::reap_orphans_soon();
                 }
-                *guard = None;
-                let mut template = Template::start(&self.worker, self.sandbox, self.cgroup.as_ref().ok()).await?;
-                let (host, worker) = channel()?;
-                let pid = template.fork(worker.as_fd()).await?;
-                if let Ok(mut m) = self.missing_layers.lock() {
-                    m.clone_from(&template.missing_layers);
-                }
-                *guard = Some(template);
-                Ok((WorkerProcess::adopt(pid).map_err(os("pidfd_open"))?, host))
             }
         }
-    }
-
-    /// The template's pid, when there is one (for tests and diagnostics).
-    pub async fn template_pid(&self) -> Option<i32> {
-        self.template.lock().await.as_ref().map(|t| t.process.pid())
+        *guard = None;
+        let mut template = Template::start(&self.worker, self.sandbox, self.cgroup.as_ref().ok()).await?;
+        let (host, worker) = channel()?;
+        let pid = template.fork(worker.as_fd()).await?;
+        if let Ok(mut m) = self.missing_layers.lock() {
+            m.clone_from(&template.missing_layers);
+        }
+        *guard = Some(template);
+        Ok((WorkerProcess::adopt(pid).map_err(os("pidfd_open"))?, host))
     }
 }
 

@@ -287,7 +287,9 @@ async fn run(args: RunArgs) -> anyhow::Result<i32> {
     let worker = args.worker.clone().unwrap_or_else(codemode::default_worker_path);
     let plugins = Arc::new(plugin_host(&config, args.example_tools, &worker, sandbox));
     let (catalog, _problems) = plugins.catalog().await;
-    let mut builder = Executor::builder().launch_mode(args.launch).limits(limits).catalog(catalog).sandbox(sandbox);
+    // One program: a warm pool would only fork workers that nobody takes.
+    let mut builder =
+        Executor::builder().launch_mode(args.launch).limits(limits).catalog(catalog).sandbox(sandbox).warm_workers(0);
     if let Some(w) = &args.worker {
         builder = builder.worker_path(w);
     }
@@ -335,6 +337,7 @@ async fn serve(args: ServeArgs, http: Option<Listen>) -> anyhow::Result<i32> {
             .limits(limits)
             .catalog(catalog)
             .sandbox(sandbox)
+            .warm_workers(config.server.warm_workers.unwrap_or_else(codemode::launcher::default_warm_workers))
             .build()
             .await
             .context("starting the executor")?,

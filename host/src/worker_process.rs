@@ -118,6 +118,18 @@ impl WorkerProcess {
         self.pid
     }
 
+    /// True once the process has exited (it may not be reaped yet). Does not block.
+    pub fn has_exited(&self) -> bool {
+        if self.reaped {
+            return true;
+        }
+        let mut pfd = libc::pollfd { fd: self.pidfd.get_ref().as_raw_fd(), events: libc::POLLIN, revents: 0 };
+        // SAFETY: poll reads and writes exactly the one pollfd we pass; a zero timeout
+        // never blocks. A pidfd is readable once its process has exited.
+        let n = unsafe { libc::poll(&mut pfd, 1, 0) };
+        n > 0 && pfd.revents & libc::POLLIN != 0
+    }
+
     /// Sends SIGKILL (a no-op once it has exited).
     pub fn kill(&self) {
         if self.reaped {

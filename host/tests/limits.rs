@@ -238,3 +238,45 @@ async fn cancelling_a_program_stops_it_and_its_tool_calls() {
     assert_eq!(signals, ["dropped", "token"]);
     assert_healthy(&ex).await;
 }
+
+/// Warm workers are locked down for the executor's default limits before any program
+/// arrives. A program with other limits never runs in one: it gets a fresh worker set up
+/// for its own (filling 80 MiB or more fails under its 64 MiB although the warm workers
+/// allow 256 MiB), and a program with the default limits takes a warm worker.
+#[tokio::test]
+async fn a_program_with_other_limits_never_runs_in_a_warm_worker() {
+    let ex = executor_with(LaunchMode::Template, Limits::default(), test_catalog()).await;
+    let size = codemode::launcher::default_warm_workers();
+    assert!(eventually(Duration::from_secs(10), || ex.warm_workers().len() == size).await, "the pool filled");
+    let warm = ex.warm_workers();
+    let fill = "const a = []; for (let i = 0; i < 10; i++) a.push(new Array(1e6).fill(i)); return a.length";
+    let small = Limits::default().with_memory_bytes(64 * MIB);
+    assert_eq!(
+        ex.run(codemode::Program::new(fill).limits(small)).await.kind,
+        OutcomeKind::MemoryLimit { limit_bytes: 64 * MIB }
+    );
+    assert_eq!(ex.warm_workers(), warm, "the 64 MiB program took no warm worker");
+    assert_eq!(ok_value(&ex.run(fill).await), json!(10));
+    assert!(!ex.warm_workers().contains(&warm[0]), "the default program took the first warm worker");
+    assert!(eventually(Duration::from_secs(10), || ex.warm_workers().len() == size).await, "the pool refilled");
+}
+
+/// The step limit counts the program's CPU time: time blocked in `Atomics.wait` counts
+/// too (it is the one way to block inside JavaScript), so a loop of short waits still
+/// ends at the step limit, and a long wait ends there as well.
+#[tokio::test]
+async fn time_blocked_in_atomics_wait_counts_towards_the_step() {
+    let ex = ex().await;
+    let step = fast_limits().with_cpu_step(Duration::from_millis(300));
+    for code in [
+        "const cell = new Int32Array(new SharedArrayBuffer(4)); while (true) Atomics.wait(cell, 0, 0, 20);",
+        "Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 60000); return 'woke'",
+    ] {
+        let outcome = ex.run(codemode::Program::new(code).limits(step)).await;
+        assert_eq!(outcome.kind, OutcomeKind::CpuLimit { limit_ms: 300 }, "{code}");
+    }
+    // A wait that ends by its timeout returns "timed-out" to the program, as the language says.
+    let outcome = ex.run("return Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 10)").await;
+    assert_eq!(ok_value(&outcome), json!("timed-out"));
+    assert_healthy(&ex).await;
+}

@@ -18,38 +18,22 @@ fn status_field(pid: i32, field: &str) -> String {
     status.lines().find_map(|l| l.strip_prefix(&format!("{field}:"))).map(|v| v.trim().to_string()).unwrap_or_default()
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_running_worker_is_locked_down() {
-    let _one = ONE_AT_A_TIME.lock().await;
-    let ex = std::sync::Arc::new(executor().await);
-    let template = ex.template_pid().await.unwrap();
-    let running = {
-        let ex = ex.clone();
-        tokio::spawn(async move { ex.run("return await tools.slow.wait({ ms: 1500 })").await })
-    };
-    // Find the worker: the test's child that is not the template.
-    let mut worker = None;
+/// What every worker shows from outside, running a program or waiting in the warm pool.
+fn assert_locked_down(pid: i32) {
+    // A warm worker locks itself down once it has read its prepare message: give it
+    // the moment that takes.
     for _ in 0..100 {
-        tokio::time::sleep(Duration::from_millis(20)).await;
-        let workers: Vec<i32> = child_pids(Some(template))
-            .into_iter()
-            .filter(|&pid| {
-                let nspid = status_field(pid, "NSpid");
-                nspid.split_whitespace().count() > 1 && nspid.split_whitespace().last() == Some("1")
-            })
-            .collect();
-        if let [pid] = workers[..] {
-            worker = Some(pid);
+        if status_field(pid, "Threads") == "2" {
             break;
         }
+        std::thread::sleep(Duration::from_millis(20));
     }
-    let pid = worker.expect("a running worker");
     assert_eq!(status_field(pid, "NoNewPrivs"), "1");
     assert_eq!(status_field(pid, "Seccomp"), "2", "seccomp filter mode");
     assert_eq!(status_field(pid, "CapEff"), "0000000000000000");
     assert_eq!(status_field(pid, "CapPrm"), "0000000000000000");
     assert_eq!(status_field(pid, "CapBnd"), "0000000000000000");
-    assert_eq!(status_field(pid, "Threads"), "2", "the program's thread and its step watchdog");
+    assert_eq!(status_field(pid, "Threads"), "2", "the program's thread and its step watchdog (pid {pid})");
     // pid 1 of its own pid namespace.
     let nspid = status_field(pid, "NSpid");
     assert_eq!(nspid.split_whitespace().last(), Some("1"), "NSpid: {nspid}");
@@ -75,6 +59,41 @@ async fn a_running_worker_is_locked_down() {
     for file in ["mem", "environ", "maps", "fd"] {
         let owner = std::os::unix::fs::MetadataExt::uid(&std::fs::metadata(format!("/proc/{pid}/{file}")).unwrap());
         assert_eq!(owner, 0, "/proc/{pid}/{file} belongs to uid {owner}: the worker is dumpable");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_running_worker_is_locked_down() {
+    let _one = ONE_AT_A_TIME.lock().await;
+    let ex = std::sync::Arc::new(executor().await);
+    let template = ex.template_pid().await.unwrap();
+    let running = {
+        let ex = ex.clone();
+        tokio::spawn(async move { ex.run("return await tools.slow.wait({ ms: 1500 })").await })
+    };
+    // Find the workers: the test's children that are not the template. One runs the
+    // program; the others wait in the warm pool, already locked down.
+    let mut workers = Vec::new();
+    for _ in 0..100 {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        workers = child_pids(Some(template))
+            .into_iter()
+            .filter(|&pid| {
+                let nspid = status_field(pid, "NSpid");
+                nspid.split_whitespace().count() > 1 && nspid.split_whitespace().last() == Some("1")
+            })
+            .collect();
+        let warm = ex.warm_workers();
+        if warm.len() == codemode::launcher::default_warm_workers() && workers.len() == warm.len() + 1 {
+            break;
+        }
+    }
+    let warm = ex.warm_workers();
+    assert_eq!(warm.len(), codemode::launcher::default_warm_workers(), "the warm pool refilled");
+    assert!(warm.iter().all(|pid| workers.contains(pid)), "warm {warm:?}, workers {workers:?}");
+    assert_eq!(workers.len(), warm.len() + 1, "one running worker besides the warm ones: {workers:?}");
+    for pid in workers {
+        assert_locked_down(pid);
     }
     assert_eq!(running.await.unwrap().agent_text(), "waited 1500");
     assert_healthy(&ex).await;

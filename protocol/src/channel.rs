@@ -546,7 +546,7 @@ mod tests {
             (0..4)
                 .map(|_| match worker.recv_from_host_blocking().unwrap() {
                     HostToWorker::ToolAnswer { call_id, .. } => call_id,
-                    HostToWorker::Start(_) => u64::MAX,
+                    HostToWorker::Start(_) | HostToWorker::Prepare { .. } => u64::MAX,
                 })
                 .collect::<Vec<_>>()
         });

@@ -3,6 +3,7 @@
 //! A program's life on the channel:
 //!
 //! ```text
+//! host   ── Prepare { limits } ───────────────────────────▶ worker    (a warm worker only, ahead of demand)
 //! host   ── Start { code, limits, catalog } ──────────────▶ worker
 //! worker ── ToolCall { call_id, plugin, tool, input } ────▶ host      (any number, concurrently)
 //! host   ── ToolAnswer { call_id, answer } ───────────────▶ worker    (in any order)
@@ -20,7 +21,14 @@ use serde_json::value::RawValue;
 #[derive(Debug, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum HostToWorker {
-    /// Run this program; sent once, first.
+    /// Set up for programs with these limits and wait for one (sent first, once, to a
+    /// worker of the host's warm pool). The [`HostToWorker::Start`] that follows must
+    /// carry the same limits; a worker refuses a program with other limits.
+    Prepare {
+        /// The limits the worker locks itself down for.
+        limits: WorkerLimits,
+    },
+    /// Run this program; sent once, first or right after [`HostToWorker::Prepare`].
     Start(StartProgram),
     /// The answer to one of the worker's tool calls.
     ToolAnswer {

@@ -15,8 +15,9 @@
 //!   sandbox as a spawned worker, serving the process-plugin protocol on stdin/stdout;
 //! - **probe** ([`probe`]): reports which layers this machine can apply.
 //!
-//! Workers run [`program::run`]: set the limits, compile, lock the process down, drive
-//! the program while the host answers its tool calls, report the outcome, exit.
+//! Workers run [`program::prepare`] (set the limits, lock the process down; a warm
+//! worker does it before its program arrives) and [`program::run`] (compile, drive the
+//! program while the host answers its tool calls, report the outcome, exit).
 
 pub mod engine;
 pub mod memory;
@@ -200,7 +201,8 @@ pub fn run_spawned(channel: OwnedFd, host_pid: i32, options: &SandboxOptions) ->
         Err(_) => exit_as(WorkerExit::HostGone),
     };
     let mut engine = engine::Engine::new(Some(start.limits.memory_bytes)).unwrap_or_else(|e| fail(&e.to_string()));
-    program::run(&mut engine, channel, start, base, &policy)
+    let prepared = program::prepare(&mut engine, channel, start.limits, base, &policy);
+    program::run(&mut engine, prepared, start)
 }
 
 /// The entry point a payload exports: `int codemode_payload(int argc, char **argv)`.

@@ -27,6 +27,7 @@ use serde::Serialize;
 use serde_json::value::RawValue;
 
 use crate::memory::MemoryTrip;
+use crate::step_clock::StepClock;
 
 /// Per-process link between the ops and the host: present once a program started.
 pub struct HostLink {
@@ -261,9 +262,16 @@ pub async fn op_codemode_tool_call(
     }
 }
 
+/// `Atomics.wait` is about to block the thread, or is back (see [`StepClock::report_blocking`]).
+#[op2(fast)]
+pub fn op_codemode_blocking(state: &mut OpState, blocking: bool) {
+    StepClock::report_blocking(state, blocking);
+}
+
 deno_core::extension!(
     codemode,
     ops = [
+        op_codemode_blocking,
         op_codemode_register_driver,
         op_codemode_register_describer,
         op_codemode_program,

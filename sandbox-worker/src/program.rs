@@ -1,6 +1,7 @@
 //! Runs one program in a prepared [`Engine`] and reports its outcome to the host.
 //!
-//! The order, in one function ([`run`]):
+//! The order, in two functions: [`prepare`] (steps 1–3, which depend only on the
+//! limits, so a warm worker does them before its program arrives) and [`run`]:
 //! 1. report panics on the channel; attach the host link (tool calls and console) and
 //!    the memory trip to the runtime;
 //! 2. start the step clock and its watchdog;
@@ -26,7 +27,7 @@ use std::time::Duration;
 use deno_core::error::{CoreError, CoreErrorKind};
 use deno_core::PollEventLoopOptions;
 use futures::FutureExt;
-use protocol::{HostToWorker, JsFailure, StartProgram, WorkerChannel, WorkerOutcome, WorkerToHost};
+use protocol::{HostToWorker, JsFailure, StartProgram, WorkerChannel, WorkerLimits, WorkerOutcome, WorkerToHost};
 use serde_json::value::RawValue;
 
 use crate::engine::{failure_from_js_error, CompileError, Engine};
@@ -36,21 +37,34 @@ use crate::sandbox::{self, rlimits, WorkerPolicy};
 use crate::source::Positions;
 use crate::step_clock::StepClock;
 
-/// Runs `start` to its end and exits the process.
+/// A worker set up for programs with one set of limits: its host link, memory trip and
+/// step clock exist, the watchdog runs and the process is locked down (steps 1–3).
+/// What is left is the program itself ([`run`]).
+pub struct Prepared {
+    limits: WorkerLimits,
+    link: Rc<HostLink>,
+    memory_trip: MemoryTrip,
+    clock: Arc<StepClock>,
+}
+
+/// Steps 1–3 for programs with `limits`, on `channel`.
+///
+/// A worker of the host's warm pool does this as soon as it is forked (the host sends
+/// [`HostToWorker::Prepare`]) and then waits for its program ([`Prepared::wait_for_start`]);
+/// any other worker does it when its program arrives. Either way the step clock is
+/// parked when this returns: the first step starts with the program.
 ///
 /// `base_data_bytes` is the process's data segment before the program (for the OS
 /// memory backstop).
-pub fn run(
+pub fn prepare(
     engine: &mut Engine,
     channel: WorkerChannel,
-    start: StartProgram,
+    limits: WorkerLimits,
     base_data_bytes: u64,
     policy: &WorkerPolicy,
-) -> ! {
+) -> Prepared {
     crate::report_panics(Some(channel.raw_fd()));
     crate::report_aborts(channel.raw_fd());
-    let limits = start.limits;
-    let busy_poll = Duration::from_micros(start.busy_poll_us);
     let link = Rc::new(HostLink::new(channel, limits.console_bytes, limits.tool_bytes_in_flight));
     let memory_trip = MemoryTrip::new(&mut engine.runtime);
     {
@@ -64,8 +78,9 @@ pub fn run(
     if let Err(e) = clock.spawn_watchdog(engine.runtime.v8_isolate().thread_safe_handle()) {
         crate::fail(&format!("cannot start the step watchdog: {e}"));
     }
+    engine.runtime.op_state().borrow_mut().put(Arc::clone(&clock));
 
-    // The watchdog exists: lock the process down before any user input is compiled.
+    // The watchdog exists: lock the process down before any user input is read.
     let rlimits = rlimits::worker_rlimits(
         memory::os_backstop_bytes(base_data_bytes, limits.memory_bytes),
         limits.wall_clock_ms.div_ceil(1000).max(1).saturating_add(1),
@@ -73,6 +88,39 @@ pub fn run(
     if let Err(e) = sandbox::lock_worker(policy, &rlimits) {
         crate::fail(&e.to_string());
     }
+    clock.on_park();
+    Prepared { limits, link, memory_trip, clock }
+}
+
+impl Prepared {
+    /// Waits for the program (a warm worker's next message) and checks that it runs
+    /// under the limits this worker was prepared with: a worker never runs a program
+    /// with other limits (the host sends such a program to a fresh worker instead).
+    pub fn wait_for_start(&self) -> StartProgram {
+        let message = self.link.channel.borrow_mut().recv_from_host_blocking();
+        match message {
+            Ok(HostToWorker::Start(start)) if start.limits == self.limits => start,
+            Ok(HostToWorker::Start(_)) => finish(
+                &self.link,
+                WorkerOutcome::Internal(
+                    "the host sent a program with other limits than this worker was prepared with; it was not run"
+                        .into(),
+                ),
+            ),
+            Ok(_) => crate::fail("a prepared worker's next message must start a program"),
+            Err(_) => crate::exit_as(protocol::worker::WorkerExit::HostGone),
+        }
+    }
+}
+
+/// Runs `start` to its end in a worker [`prepare`]d for its limits, and exits the process.
+pub fn run(engine: &mut Engine, prepared: Prepared, start: StartProgram) -> ! {
+    let Prepared { limits, link, memory_trip, clock } = prepared;
+    if start.limits != limits {
+        crate::fail("the program's limits are not the ones the worker was prepared with");
+    }
+    let busy_poll = Duration::from_micros(start.busy_poll_us);
+    clock.on_unpark();
 
     let (function, prepared) = match engine.compile(&start.code) {
         Ok(compiled) => compiled,
@@ -156,7 +204,7 @@ fn wait_for_answer(link: Option<&HostLink>, clock: &StepClock, busy_poll: Durati
                 let _ = waiter.send(answer);
             }
         }
-        Ok(HostToWorker::Start(_)) => crate::fail("the host sent a second program"),
+        Ok(HostToWorker::Start(_) | HostToWorker::Prepare { .. }) => crate::fail("the host sent a second program"),
         Err(_) => crate::exit_as(protocol::worker::WorkerExit::HostGone),
     }
 }

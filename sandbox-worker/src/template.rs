@@ -98,12 +98,22 @@ fn fork_worker(
     }
 }
 
-/// Reads the program from the channel and runs it.
+/// Reads the first message from the channel and runs the program: at once when it is
+/// the program, or, for a warm worker the host prepares ahead of demand
+/// ([`protocol::HostToWorker::Prepare`]), after the limits' setup and the wait for it.
 pub fn run_first_program(engine: &mut Engine, channel: OwnedFd, base_data_bytes: u64, policy: &WorkerPolicy) -> ! {
     let mut channel = WorkerChannel::new(channel, MAX_FRAME_BYTES);
     match channel.recv_from_host_blocking() {
-        Ok(protocol::HostToWorker::Start(start)) => program::run(engine, channel, start, base_data_bytes, policy),
-        Ok(_) => fail("the first message must start a program"),
+        Ok(protocol::HostToWorker::Prepare { limits }) => {
+            let prepared = program::prepare(engine, channel, limits, base_data_bytes, policy);
+            let start = prepared.wait_for_start();
+            program::run(engine, prepared, start)
+        }
+        Ok(protocol::HostToWorker::Start(start)) => {
+            let prepared = program::prepare(engine, channel, start.limits, base_data_bytes, policy);
+            program::run(engine, prepared, start)
+        }
+        Ok(_) => fail("the first message must prepare the worker or start a program"),
         Err(_) => crate::exit_as(protocol::worker::WorkerExit::HostGone),
     }
 }

@@ -25,9 +25,14 @@ pub(super) enum Ended {
     Disconnected(String),
 }
 
-/// The outcome kind for how serving stopped (`ended`), given how the worker exited,
-/// and the console bytes the worker dropped.
-pub(super) fn outcome_kind(ended: Ended, status: &std::io::Result<ExitStatus>, limits: &Limits) -> (OutcomeKind, u64) {
+/// The outcome kind for how serving stopped (`ended`), given how the worker exited
+/// (waited for only when the channel closed without an outcome), and the console bytes
+/// the worker dropped.
+pub(super) fn outcome_kind(
+    ended: Ended,
+    status: Option<&std::io::Result<ExitStatus>>,
+    limits: &Limits,
+) -> (OutcomeKind, u64) {
     match ended {
         Ended::Finished(outcome, dropped) => (from_worker(outcome, limits), dropped),
         Ended::WallClock => (OutcomeKind::WallClockLimit { limit_ms: millis(limits.wall_clock) }, 0),
@@ -46,8 +51,13 @@ pub(super) fn outcome_kind(ended: Ended, status: &std::io::Result<ExitStatus>, l
         Ended::Disconnected(detail) => (
             OutcomeKind::WorkerCrash {
                 reason: match status {
-                    Ok(status) => format!("the worker ended with {status} before reporting an outcome ({detail})"),
-                    Err(e) => format!("the worker vanished before reporting an outcome ({detail}; wait failed: {e})"),
+                    Some(Ok(status)) => {
+                        format!("the worker ended with {status} before reporting an outcome ({detail})")
+                    }
+                    Some(Err(e)) => {
+                        format!("the worker vanished before reporting an outcome ({detail}; wait failed: {e})")
+                    }
+                    None => format!("the worker vanished before reporting an outcome ({detail})"),
                 },
             },
             0,
@@ -56,8 +66,8 @@ pub(super) fn outcome_kind(ended: Ended, status: &std::io::Result<ExitStatus>, l
 }
 
 /// True when the worker exited with the code that stands for `reason`.
-fn exited_as(status: &std::io::Result<ExitStatus>, reason: WorkerExit) -> bool {
-    matches!(status, Ok(ExitStatus::Code(code)) if WorkerExit::from_code(*code) == Some(reason))
+fn exited_as(status: Option<&std::io::Result<ExitStatus>>, reason: WorkerExit) -> bool {
+    matches!(status, Some(Ok(ExitStatus::Code(code))) if WorkerExit::from_code(*code) == Some(reason))
 }
 
 fn millis(d: Duration) -> u64 {

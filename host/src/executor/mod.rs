@@ -31,7 +31,7 @@ use calls::CallScope;
 use ending::Ended;
 use session::{Session, SharedToolBudget};
 
-use crate::launcher::{LaunchError, LaunchMode, Launcher, SandboxPolicy};
+use crate::launcher::{default_warm_workers, LaunchError, LaunchMode, Launcher, SandboxPolicy, WarmPoolConfig};
 use crate::limits::{LimitError, Limits};
 use crate::outcome::{Outcome, OutcomeKind};
 use crate::tool::{Caller, Catalog};
@@ -57,6 +57,7 @@ pub struct ExecutorBuilder {
     busy_poll: Option<Duration>,
     sandbox: SandboxPolicy,
     tool_bytes_budget: Option<u64>,
+    warm_workers: Option<usize>,
 }
 
 /// The tool data all programs together may have in flight by default (each program also
@@ -86,6 +87,13 @@ impl ExecutorBuilder {
         self.mode = mode;
         self
     }
+    /// Workers kept forked and prepared for the default limits ahead of demand, in
+    /// template mode (default [`default_warm_workers`]: one per core, at most four; 0
+    /// turns the pool off). Programs with other limits never use them.
+    pub fn warm_workers(mut self, count: usize) -> Self {
+        self.warm_workers = Some(count);
+        self
+    }
     /// The tool data all programs together may have in flight (default
     /// [`DEFAULT_TOOL_BYTES_BUDGET`]), on top of each program's own limit.
     pub fn tool_bytes_budget(mut self, bytes: u64) -> Self {
@@ -111,7 +119,11 @@ impl ExecutorBuilder {
     pub async fn build(self) -> Result<Executor, ExecutorError> {
         self.limits.validate()?;
         let worker = self.worker.unwrap_or_else(default_worker_path);
-        let launcher = Launcher::new(worker, self.mode, self.sandbox).await?;
+        let warm = WarmPoolConfig {
+            size: self.warm_workers.unwrap_or_else(default_warm_workers),
+            limits: self.limits.worker_limits(),
+        };
+        let launcher = Launcher::new(worker, self.mode, self.sandbox, warm).await?;
         Ok(Executor {
             launcher,
             limits: self.limits,
@@ -239,6 +251,11 @@ impl Executor {
         self.launcher.mode()
     }
 
+    /// Pids of the workers waiting in the warm pool now (for tests and diagnostics).
+    pub fn warm_workers(&self) -> Vec<i32> {
+        self.launcher.warm_workers()
+    }
+
     /// The current catalog.
     pub fn catalog(&self) -> Arc<Catalog> {
         Arc::clone(&self.catalog.read().unwrap_or_else(|p| p.into_inner()))
@@ -278,7 +295,7 @@ impl Executor {
             return ending::without_worker(started, ending::error("SyntaxError", why));
         }
         let catalog = self.catalog();
-        let (mut process, host_end) = match self.launcher.launch().await {
+        let (mut process, host_end) = match self.launcher.launch(&limits.worker_limits()).await {
             Ok(launched) => launched,
             Err(e) => return ending::without_worker(started, OutcomeKind::Internal { reason: e.to_string() }),
         };
@@ -307,20 +324,29 @@ impl Executor {
                 );
             }
         };
-        if !matches!(ended, Ended::Disconnected(_)) {
+        let status = if matches!(ended, Ended::Disconnected(_)) {
+            // A worker that closed its channel is dying on its own: give it a moment so
+            // the outcome can name the real cause, then make sure.
+            let status = match tokio::time::timeout(std::time::Duration::from_millis(500), process.wait()).await {
+                Ok(status) => status,
+                Err(_) => {
+                    process.kill();
+                    process.wait().await
+                }
+            };
+            tracing::debug!(?status, "worker reaped");
+            Some(status)
+        } else {
+            // The outcome is known: end the worker and reap it off the program's path
+            // (tearing down a process's memory takes most of a millisecond).
             process.kill();
-        }
-        // A worker that closed its channel is dying on its own: give it a moment so the
-        // outcome can name the real cause, then make sure.
-        let status = match tokio::time::timeout(std::time::Duration::from_millis(500), process.wait()).await {
-            Ok(status) => status,
-            Err(_) => {
-                process.kill();
-                process.wait().await
-            }
+            tokio::spawn(async move {
+                let status = process.wait().await;
+                tracing::debug!(?status, "worker reaped");
+            });
+            None
         };
-        tracing::debug!(?status, "worker reaped");
-        let (kind, worker_dropped) = ending::outcome_kind(ended, &status, &limits);
+        let (kind, worker_dropped) = ending::outcome_kind(ended, status.as_ref(), &limits);
         Outcome {
             kind,
             console: session.console.text,

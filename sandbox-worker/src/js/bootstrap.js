@@ -9,7 +9,7 @@
 // Whatever a program throws, rejects or leaves behind ends in an outcome the driver
 // reports itself (`op_codemode_finish`): no exception of the program reaches
 // deno_core's error conversion, which cannot describe every value.
-const { defineValue, describeThrown, isEngineInternal, keepOnlyGlobals, makeConsole, setProgramInsertions } = common;
+const { defineValue, describeThrown, isEngineInternal, keepOnlyGlobals, makeConsole, setProgramInsertions, wrapAtomicsWait } = common;
 const core = globalThis.Deno.core;
 const {
   op_codemode_tool_call: opToolCall,
@@ -19,6 +19,7 @@ const {
   op_codemode_finish: opFinish,
   op_codemode_out_of_memory: opOutOfMemory,
   op_codemode_register_describer: opRegisterDescriber,
+  op_codemode_blocking: opBlocking,
 } = core.ops;
 
 const {
@@ -85,6 +86,9 @@ if (typeof OriginalSharedArrayBuffer === "function") {
   }, { __proto__: null, writable: true, configurable: true });
   defineValue(globalThis, "SharedArrayBuffer", WrappedSharedArrayBuffer, { __proto__: null, writable: true, configurable: true });
 }
+
+// Time blocked in `Atomics.wait` counts towards the CPU step (see `step_clock.rs`).
+wrapAtomicsWait(opBlocking);
 
 // -------------------------------------------------------------------- tools
 /** A name with characters other than letters, digits, _ and $ is also reachable with _ in their place. */

@@ -42,6 +42,7 @@ const common = (function () {
     StringPrototypeIndexOf,
     StringPrototypeSlice,
     SymbolPrototypeToString,
+    ReflectApply,
   } = primordials;
 
   /** Longest `name` kept from a thrown value. */
@@ -406,6 +407,29 @@ const common = (function () {
     ObjectDefineProperty(object, key, { __proto__: null, value, writable, enumerable, configurable });
   }
 
+  // ------------------------------------------------------------- blocking
+
+  /**
+   * Wraps `Atomics.wait`, the one way JavaScript can block its thread, so that the
+   * step clock, which counts the thread's CPU time, counts time blocked there too:
+   * `report(true)` before the wait, `report(false)` after it, however it ends. The
+   * engine's own `wait` stays in this closure; nothing a program or plugin reaches
+   * can call it unreported.
+   */
+  function wrapAtomicsWait(report) {
+    const atomics = globalThis.Atomics;
+    const original = atomics === undefined ? undefined : atomics.wait;
+    if (typeof original !== "function") return;
+    defineValue(atomics, "wait", function wait(typedArray, index, value, timeout) {
+      report(true);
+      try {
+        return ReflectApply(original, atomics, [typedArray, index, value, timeout]);
+      } finally {
+        report(false);
+      }
+    }, { __proto__: null, writable: true, configurable: true });
+  }
+
   return {
     __proto__: null,
     cut,
@@ -417,5 +441,6 @@ const common = (function () {
     makeConsole,
     setProgramInsertions,
     textOf,
+    wrapAtomicsWait,
   };
 })();

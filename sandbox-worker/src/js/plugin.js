@@ -18,7 +18,7 @@
 // Everything here is built on primordials: after a plugin replaces
 // `Array.prototype.push`, `String.prototype` methods or `globalThis.Object`, its
 // console, its tool calls and the runtime's error messages still work.
-const { describeThrown, keepOnlyGlobals, makeConsole } = common;
+const { describeThrown, keepOnlyGlobals, makeConsole, wrapAtomicsWait } = common;
 const core = globalThis.Deno.core;
 const evalContext = core.evalContext;
 const {
@@ -36,7 +36,11 @@ const {
   op_plugin_require: opRequire,
   op_plugin_module_source: opModuleSource,
   op_plugin_random: opRandom,
+  op_plugin_blocking: opBlocking,
 } = core.ops;
+
+// Time blocked in `Atomics.wait` counts towards the CPU step (see `step_clock.rs`).
+wrapAtomicsWait(opBlocking);
 
 const {
   ArrayBufferIsView,

@@ -121,6 +121,7 @@ pub fn run(options: PluginOptions) -> ! {
     if let Err(e) = clock.spawn_watchdog(runtime.v8_isolate().thread_safe_handle()) {
         refuse(&link, &format!("plugin {name}: cannot start the CPU watchdog: {e}"));
     }
+    runtime.op_state().borrow_mut().put(Arc::clone(&clock));
     // A long-lived process: no CPU-seconds backstop (the watchdog bounds each step).
     let limits = rlimits::worker_rlimits(memory::os_backstop_bytes(base, options.memory_bytes), u64::MAX);
     if let Err(e) = sandbox::lock_worker(&policy, &limits) {

@@ -734,9 +734,16 @@ pub fn op_plugin_random(#[smi] length: u32) -> Result<Vec<u8>, JsErrorBox> {
     Ok(bytes)
 }
 
+/// `Atomics.wait` is about to block the thread, or is back (see [`StepClock::report_blocking`]).
+#[op2(fast)]
+pub fn op_plugin_blocking(state: &mut OpState, blocking: bool) {
+    StepClock::report_blocking(state, blocking);
+}
+
 deno_core::extension!(
     codemode_plugin,
     ops = [
+        op_plugin_blocking,
         op_plugin_register_driver,
         op_plugin_setup,
         op_plugin_recv,
