@@ -21,7 +21,10 @@ async fn ex() -> codemode::Executor {
 
 #[tokio::test]
 async fn memory_bombs_hit_the_memory_limit() {
-    let ex = ex().await;
+    // A generous step: some bombs need half a second of CPU to fill 64 MiB (QuickJS
+    // collects cycles as the heap grows), and the memory limit is what is tested here.
+    let ex =
+        executor_with(LaunchMode::Template, fast_limits().with_cpu_step(Duration::from_secs(20)), test_catalog()).await;
     for code in [
         "const a = []; while (true) a.push(new Array(100000).fill(1.5));",
         "const a = []; while (true) a.push({ x: Math.random(), y: [1, 2, 3] });",
@@ -249,6 +252,13 @@ async fn a_program_with_other_limits_never_runs_in_a_warm_worker() {
     let size = codemode::launcher::default_warm_workers();
     assert!(eventually(Duration::from_secs(10), || ex.warm_workers().len() == size).await, "the pool filled");
     let warm = ex.warm_workers();
+    // Each waits, prepared: its step watchdog runs beside the thread that will run the
+    // program (a worker that could not prepare would have exited).
+    let prepared = |pid: i32| {
+        std::fs::read_to_string(format!("/proc/{pid}/status"))
+            .is_ok_and(|s| s.lines().any(|l| l.split_whitespace().collect::<Vec<_>>() == ["Threads:", "2"]))
+    };
+    assert!(eventually(Duration::from_secs(10), || warm.iter().all(|&pid| prepared(pid))).await, "{warm:?}");
     let fill = "const a = []; for (let i = 0; i < 10; i++) a.push(new Array(1e6).fill(i)); return a.length";
     let small = Limits::default().with_memory_bytes(64 * MIB);
     assert_eq!(
@@ -279,4 +289,29 @@ async fn time_blocked_in_atomics_wait_counts_towards_the_step() {
     let outcome = ex.run("return Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 10)").await;
     assert_eq!(ok_value(&outcome), json!("timed-out"));
     assert_healthy(&ex).await;
+}
+
+/// An answer larger than the program's whole budget of tool data is never delivered:
+/// the call rejects, saying how large the answer was and what to do, and the program
+/// goes on.
+#[tokio::test]
+async fn an_answer_over_the_tool_data_budget_is_replaced_by_a_rejection() {
+    use codemode::{Catalog, Tool, ToolDefinition, ToolResult};
+    let mut catalog = Catalog::new();
+    catalog
+        .add(
+            "big",
+            Tool::from_fn(
+                ToolDefinition::new("text", "answers 2 MiB of text", json!({"type": "object"})),
+                |_, _| async { ToolResult::text("x".repeat(2 * 1024 * 1024)) },
+            ),
+        )
+        .unwrap();
+    let limits = Limits::default().with_tool_bytes_in_flight(MIB);
+    let ex = executor_with(LaunchMode::Template, limits, catalog).await;
+    let outcome = ex.run("try { await tools.big.text({}); return 'delivered' } catch (e) { return e.message }").await;
+    assert_eq!(
+        ok_value(&outcome),
+        json!("the tool's answer is 2.0 MiB of JSON, more than the 1.0 MiB of tool data a program may have in flight; ask the tool for less (filter, page or summarise)")
+    );
 }
