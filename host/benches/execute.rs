@@ -8,6 +8,8 @@
 //!   between consecutive calls of a program that awaits one call after another (answer
 //!   sent → JavaScript resolves → next call arrives);
 //! - the wall time of a program doing a 1,000-call `Promise.all`;
+//! - throughput and latency of the seed's two-call program at 1, 2, 4, 8 and 16
+//!   programs in flight;
 //! - the whole execute of a 50-line program as JavaScript and as TypeScript;
 //! - the plugin round trip (host → plugin → host, timed at the host for each of 1,000
 //!   sequential calls) for a Python process plugin and a JavaScript plugin;
@@ -22,6 +24,7 @@ use codemode::plugins::javascript::JavascriptPlugin;
 use codemode::plugins::process::{ProcessConfig, ProcessPlugin};
 use codemode::plugins::PluginHost;
 use codemode::{Catalog, Executor, LaunchMode, SandboxPolicy, Tool, ToolDefinition, ToolResult};
+use futures::StreamExt;
 use serde_json::json;
 
 fn percentile(sorted: &[Duration], p: f64) -> Duration {
@@ -123,6 +126,26 @@ fn main() {
             assert_eq!(outcome.agent_text(), "1000");
         }
         report("Promise.all of 1,000 calls (whole execute)", walls);
+
+        // Scaling: the seed's two-call program with 1 to 16 programs in flight, each
+        // program a fresh worker (the warm pool refills behind them).
+        let two_calls = "const [a, b] = await Promise.all([tools.bench.noop({ a: 1 }), tools.bench.noop({ b: 2 })]); return [a, b]";
+        for in_flight in [1usize, 2, 4, 8, 16] {
+            let programs = 600;
+            let t = Instant::now();
+            let samples: Vec<Duration> = futures::stream::iter(0..programs)
+                .map(|_| async {
+                    let started = Instant::now();
+                    let outcome = template.run(two_calls).await;
+                    assert!(outcome.is_ok(), "{outcome:?}");
+                    started.elapsed()
+                })
+                .buffer_unordered(in_flight)
+                .collect()
+                .await;
+            let rate = programs as f64 / t.elapsed().as_secs_f64();
+            report(&format!("two-call program, {in_flight:>2} in flight ({rate:.0}/s)"), samples);
+        }
 
         // Plugin round trips: each call timed at the host, from handing the input to the
         // plugin's handler to its result (host → plugin → host), over 1,000 sequential

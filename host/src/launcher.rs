@@ -145,6 +145,16 @@ struct Shared {
     cgroup: Result<PoolCgroup, String>,
 }
 
+/// A started worker and the host's end of its channel.
+pub struct Launched {
+    /// The worker process.
+    pub process: WorkerProcess,
+    /// The host's end of its channel.
+    pub channel: OwnedFd,
+    /// True when it came from the warm pool (prepared before its program existed).
+    pub warm: bool,
+}
+
 /// The warm pool's size and limits (see the module documentation).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct WarmPoolConfig {
@@ -253,18 +263,20 @@ impl Launcher {
         self.shared.warm.ready().iter().map(|(process, _)| process.pid()).collect()
     }
 
-    /// Starts one worker for a program with `limits`; returns it and the host's end of
-    /// its channel. A warm worker prepared for the same limits is taken when there is
-    /// one; otherwise a fresh one is forked (or spawned), which sets itself up for the
-    /// limits its program carries.
-    pub async fn launch(&self, limits: &WorkerLimits) -> Result<(WorkerProcess, OwnedFd), LaunchError> {
-        if let Some(warm) = self.shared.warm.take(limits) {
-            self.refill();
-            return Ok(warm);
+    /// Starts one worker for a program with `limits`. A warm worker prepared for the
+    /// same limits is taken when there is one and `take_warm` allows it; otherwise a
+    /// fresh one is forked (or spawned), which sets itself up for the limits its program
+    /// carries.
+    pub async fn launch(&self, limits: &WorkerLimits, take_warm: bool) -> Result<Launched, LaunchError> {
+        if take_warm {
+            if let Some((process, channel)) = self.shared.warm.take(limits) {
+                self.refill();
+                return Ok(Launched { process, channel, warm: true });
+            }
         }
         let launched = self.shared.launch_fresh().await;
         self.refill();
-        launched
+        launched.map(|(process, channel)| Launched { process, channel, warm: false })
     }
 
     /// Starts the refill task unless one runs or the pool is full: it forks and

@@ -11,9 +11,9 @@
 //! tests/mcp/test_plugin_formats.py.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::io::Write;
+mod common;
+
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
 
 use serde_json::{json, Value};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -52,21 +52,7 @@ fn config(entries: &str) -> PathBuf {
 
 /// `codemode ARGS` with `stdin`, and extra environment: (exit code, stdout, stderr).
 fn codemode(args: &[&str], stdin: &str, env: &[(&str, &str)]) -> (i32, String, String) {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_codemode"))
-        .args(args)
-        .envs(env.iter().copied())
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let _ = child.stdin.take().unwrap().write_all(stdin.as_bytes());
-    let out = child.wait_with_output().unwrap();
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
+    common::codemode_cli(args, stdin, env)
 }
 
 /// The value a program returns under `config` (it must succeed).

@@ -47,10 +47,10 @@ async fn the_host_survives_every_kind_of_broken_worker_and_leaks_nothing() {
     std::fs::create_dir_all(&dir).unwrap();
     let mut catalog = test_catalog();
     let mut tool_started = add_watched_tool(&mut catalog);
+    let fds_before = open_fds();
     let real = executor_with(LaunchMode::Template, Limits::default(), catalog).await;
     let template = real.template_pid().await;
     assert_healthy(&real).await;
-    let fds_before = open_fds();
     let quick = Limits::default().with_wall_clock(Duration::from_millis(500));
 
     // A worker that exits at once.
@@ -132,9 +132,26 @@ async fn the_host_survives_every_kind_of_broken_worker_and_leaks_nothing() {
             OutcomeKind::CpuLimit { limit_ms: 50 }
         );
     }
+    // While the executor runs, its children are the template and the warm pool's
+    // workers, waiting for programs: nothing else.
+    let only_the_pool = || {
+        let mut children = child_pids(Some(new));
+        let mut warm = real.warm_workers();
+        children.sort_unstable();
+        warm.sort_unstable();
+        children == warm && warm.len() == codemode::launcher::default_warm_workers()
+    };
+    assert!(
+        eventually(Duration::from_secs(5), only_the_pool).await,
+        "workers or zombies were left behind: children {:?}, warm {:?}",
+        child_pids(Some(new)),
+        real.warm_workers()
+    );
+    // Once both executors are gone, so is every process and descriptor they held.
     drop(ex);
-    eventually(Duration::from_secs(5), || child_pids(Some(new)).is_empty()).await;
-    assert_eq!(child_pids(Some(new)), Vec::<i32>::new(), "workers or zombies were left behind");
+    drop(real);
+    eventually(Duration::from_secs(5), || child_pids(None).is_empty() && open_fds() == fds_before).await;
+    assert_eq!(child_pids(None), Vec::<i32>::new(), "workers or zombies were left behind");
     assert_eq!(open_fds(), fds_before, "descriptors leaked");
     std::fs::remove_dir_all(&dir).unwrap();
 }

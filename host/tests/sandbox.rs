@@ -174,3 +174,22 @@ fn sandbox_check_reports_every_layer_active_here() {
     }
     assert!(text.contains("Landlock ABI"), "{text}");
 }
+
+/// A warm worker killed while it waits (by an administrator, the OOM killer) never
+/// costs a program: one that takes it before its death is noticed runs in a fresh
+/// worker instead, and the pool refills.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn warm_workers_killed_while_they_wait_cost_no_program() {
+    let _one = ONE_AT_A_TIME.lock().await;
+    let ex = executor().await;
+    let size = codemode::launcher::default_warm_workers();
+    for _ in 0..3 {
+        assert!(eventually(Duration::from_secs(10), || ex.warm_workers().len() == size).await, "the pool filled");
+        for pid in ex.warm_workers() {
+            nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), nix::sys::signal::Signal::SIGKILL).unwrap();
+        }
+        // At once: the first warm worker may still be dying.
+        assert_eq!(ex.run("return await tools.math.add({ a: 40, b: 2 })").await.agent_text(), "42");
+    }
+    assert_healthy(&ex).await;
+}

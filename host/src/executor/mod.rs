@@ -31,7 +31,9 @@ use calls::CallScope;
 use ending::Ended;
 use session::{Session, SharedToolBudget};
 
-use crate::launcher::{default_warm_workers, LaunchError, LaunchMode, Launcher, SandboxPolicy, WarmPoolConfig};
+use crate::launcher::{
+    default_warm_workers, LaunchError, LaunchMode, Launched, Launcher, SandboxPolicy, WarmPoolConfig,
+};
 use crate::limits::{LimitError, Limits};
 use crate::outcome::{Outcome, OutcomeKind};
 use crate::tool::{Caller, Catalog};
@@ -295,34 +297,60 @@ impl Executor {
             return ending::without_worker(started, ending::error("SyntaxError", why));
         }
         let catalog = self.catalog();
-        let (mut process, host_end) = match self.launcher.launch(&limits.worker_limits()).await {
-            Ok(launched) => launched,
-            Err(e) => return ending::without_worker(started, OutcomeKind::Internal { reason: e.to_string() }),
-        };
-        tracing::debug!(pid = process.pid(), "worker launched");
-        let scope = CallScope { catalog, current: Arc::clone(&self.catalog), caller: Arc::new(caller), hooks };
-        let mut session =
-            Session::new(scope, limits, self.busy_poll, cancel.child_token(), Arc::clone(&self.tool_budget));
-        // Serve on a runtime worker thread: that thread also polls the socket, so a
-        // message wakes the session directly instead of through a second thread.
-        // Dropping the serve future drops every in-flight tool call; the token tells
-        // the tools that their calls were given up.
-        let served = tokio::spawn(async move {
-            let ended = session.serve(host_end, &code).await;
-            session.cancel.cancel();
-            (session, ended)
-        })
-        .await;
-        let (session, ended) = match served {
-            Ok(done) => done,
-            Err(e) => {
+        let caller = Arc::new(caller);
+        let mut take_warm = true;
+        let (session, ended, mut process) = loop {
+            let launched = match self.launcher.launch(&limits.worker_limits(), take_warm).await {
+                Ok(launched) => launched,
+                Err(e) => return ending::without_worker(started, OutcomeKind::Internal { reason: e.to_string() }),
+            };
+            let Launched { mut process, channel, warm } = launched;
+            tracing::debug!(pid = process.pid(), warm, "worker launched");
+            let scope = CallScope {
+                catalog: Arc::clone(&catalog),
+                current: Arc::clone(&self.catalog),
+                caller: Arc::clone(&caller),
+                hooks: hooks.clone(),
+            };
+            let mut session =
+                Session::new(scope, limits, self.busy_poll, cancel.child_token(), Arc::clone(&self.tool_budget));
+            // Serve on a runtime worker thread: that thread also polls the socket, so a
+            // message wakes the session directly instead of through a second thread.
+            // Dropping the serve future drops every in-flight tool call; the token tells
+            // the tools that their calls were given up.
+            let code = code.clone();
+            let attempt = Instant::now();
+            let served = tokio::spawn(async move {
+                let ended = session.serve(channel, &code).await;
+                session.cancel.cancel();
+                (session, ended)
+            })
+            .await;
+            let (session, ended) = match served {
+                Ok(done) => done,
+                Err(e) => {
+                    process.kill();
+                    let _ = process.wait().await;
+                    return ending::without_worker(
+                        started,
+                        OutcomeKind::Internal { reason: format!("serving the program failed: {e}") },
+                    );
+                }
+            };
+            let gone_at_once = attempt.elapsed() < std::time::Duration::from_secs(1);
+            if warm && gone_at_once && matches!(ended, Ended::Disconnected(_)) && !session.heard_from_worker {
+                // A warm worker that was gone before it said anything (killed from
+                // outside while it waited): nothing of the program was seen, so it runs
+                // in a fresh worker instead.
+                tracing::debug!(pid = process.pid(), "the warm worker was gone; starting the program in a fresh one");
                 process.kill();
-                let _ = process.wait().await;
-                return ending::without_worker(
-                    started,
-                    OutcomeKind::Internal { reason: format!("serving the program failed: {e}") },
-                );
+                tokio::spawn(async move {
+                    let _ = process.wait().await;
+                });
+                take_warm = false;
+                continue;
             }
+            break (session, ended, process);
         };
         let status = if matches!(ended, Ended::Disconnected(_)) {
             // A worker that closed its channel is dying on its own: give it a moment so

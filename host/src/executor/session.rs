@@ -91,6 +91,8 @@ pub(super) struct Session {
     pub(super) cancel: CancellationToken,
     pub(super) console: ConsoleBuffer,
     pub(super) tool_calls: u64,
+    /// True once the worker sent anything (a tool call, a console line, its outcome).
+    pub(super) heard_from_worker: bool,
     shared_budget: Arc<SharedToolBudget>,
 }
 
@@ -116,7 +118,16 @@ impl Session {
         shared_budget: Arc<SharedToolBudget>,
     ) -> Self {
         let console = ConsoleBuffer { text: String::new(), cap: limits.console_bytes, dropped: 0 };
-        Self { calls: Arc::new(calls), limits, busy_poll, cancel, console, tool_calls: 0, shared_budget }
+        Self {
+            calls: Arc::new(calls),
+            limits,
+            busy_poll,
+            cancel,
+            console,
+            tool_calls: 0,
+            heard_from_worker: false,
+            shared_budget,
+        }
     }
 
     /// Sends the program and serves the worker until it stops (see [`Ended`]).
@@ -163,7 +174,7 @@ impl Session {
                     }
                     just_answered = calls.is_empty();
                 }
-                message = from_worker.recv_from_worker_busy_poll(poll_budget) => match message {
+                message = from_worker.recv_from_worker_busy_poll(poll_budget) => match message.inspect(|_| self.heard_from_worker = true) {
                     Ok(WorkerToHost::ToolCall { call_id, plugin, tool, input }) => {
                         self.tool_calls += 1;
                         let cost = json_cost(input.get());
@@ -225,8 +236,11 @@ impl Session {
                     Ok(WorkerToHost::Finished { outcome, console_dropped_bytes }) => {
                         return Some(Ended::Finished(outcome, console_dropped_bytes))
                     }
-                    Ok(WorkerToHost::Console { level, text }) => self.console.push(level, &text),
-                    Ok(WorkerToHost::ToolCall { .. }) => {}
+                    Ok(WorkerToHost::Console { level, text }) => {
+                        self.heard_from_worker = true;
+                        self.console.push(level, &text)
+                    }
+                    Ok(WorkerToHost::ToolCall { .. }) => self.heard_from_worker = true,
                     Err(_) => return None,
                 }
             }

@@ -182,3 +182,25 @@ pub fn child_pids(except: Option<i32>) -> Vec<i32> {
 pub fn open_fds() -> usize {
     std::fs::read_dir("/proc/self/fd").unwrap().count()
 }
+
+/// `codemode ARGS` with `stdin` and extra environment, as people and scripts run it:
+/// (exit code, stdout, stderr).
+pub fn codemode_cli(args: &[&str], stdin: &str, env: &[(&str, &str)]) -> (i32, String, String) {
+    use std::io::Write;
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_codemode"))
+        .args(args)
+        .envs(env.iter().copied())
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // A codemode that exits before reading (a usage mistake) closes the pipe early.
+    let _ = child.stdin.take().unwrap().write_all(stdin.as_bytes());
+    let out = child.wait_with_output().unwrap();
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
