@@ -148,6 +148,19 @@ impl WorkerProcess {
         }
     }
 
+    /// Kills the process and reaps it in the background, off the caller's path (tearing
+    /// down a process's memory takes most of a millisecond). Outside a tokio runtime,
+    /// dropping it does both at once.
+    pub fn end_in_background(mut self) {
+        self.kill();
+        if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+            runtime.spawn(async move {
+                let status = self.wait().await;
+                tracing::debug!(pid = self.pid, ?status, "worker reaped");
+            });
+        }
+    }
+
     /// Waits for the process to exit and reaps it.
     pub async fn wait(&mut self) -> io::Result<ExitStatus> {
         loop {

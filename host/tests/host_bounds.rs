@@ -19,6 +19,8 @@
 //! figures are printed.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod common;
+
 use std::io::{BufRead, BufReader, Read, Write};
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
@@ -42,12 +44,8 @@ impl Drop for Served {
 }
 
 fn status_kib(pid: u32, field: &str) -> u64 {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix(field))
-        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
-        .unwrap()
+    let value = common::status_field(pid as i32, field);
+    value.trim_end_matches("kB").trim().parse().unwrap_or_else(|_| panic!("{field} of {pid}: {value:?}"))
 }
 
 /// A slow HTTP server on loopback answering every request with `body_mib` MiB, slowly.
@@ -173,7 +171,7 @@ async fn the_hosts_memory_stays_bounded_and_authorized_clients_are_served_under_
     let served = serve(&config);
     let pid = served.child.id();
     assert_eq!(execute(&served.url, "return 1 + 1").await, "2");
-    let baseline = status_kib(pid, "VmRSS:");
+    let baseline = status_kib(pid, "VmRSS");
 
     // 1. Thirty 48 MiB inputs (the report's), then thirty 30 MiB inputs, held by a slow tool.
     let out = execute(
@@ -191,7 +189,7 @@ async fn the_hosts_memory_stays_bounded_and_authorized_clients_are_served_under_
     let counts: serde_json::Value = serde_json::from_str(&out).unwrap_or_else(|_| panic!("{out}"));
     assert_eq!(counts["ok"].as_u64().unwrap() + counts["refused"].as_u64().unwrap(), 30, "{out}");
     assert!(counts["refused"].as_u64().unwrap() >= 28, "inputs beyond the budget are refused: {out}");
-    let after_inputs = status_kib(pid, "VmHWM:");
+    let after_inputs = status_kib(pid, "VmHWM");
 
     // 2. A plugin queueing 100 fetches with 1 MiB bodies and 8 MiB answers.
     let out = execute(&served.url, "return await tools.flooder.flood({})").await;
@@ -199,7 +197,7 @@ async fn the_hosts_memory_stays_bounded_and_authorized_clients_are_served_under_
     assert_eq!(counts["ok"].as_u64().unwrap() + counts["refused"].as_u64().unwrap(), 100, "{out}");
     assert!(counts["refused"].as_u64().unwrap() > 0, "{out}");
     assert!(counts["sample"].as_str().unwrap().contains("await some fetches before starting more"), "{out}");
-    let after_fetches = status_kib(pid, "VmHWM:");
+    let after_fetches = status_kib(pid, "VmHWM");
 
     // 3. Idle connections, then an authorized client.
     let addr = served.url.trim_start_matches("http://").trim_end_matches("/mcp").to_string();
@@ -236,7 +234,7 @@ async fn the_hosts_memory_stays_bounded_and_authorized_clients_are_served_under_
     }
     // The default cap: 256 sessions (the one the authorized client used is closed).
     assert!(opened <= 256 && refused >= 744, "opened {opened}, refused {refused}");
-    let peak = status_kib(pid, "VmHWM:");
+    let peak = status_kib(pid, "VmHWM");
 
     println!(
         "host RSS: baseline {} MiB; peak after the tool-input attack {} MiB, after the fetch flood {} MiB, after idle connections and 1,000 sessions {} MiB (limit {HOST_PEAK_LIMIT_MIB} MiB); an authorized client was served in {:.0} ms with 600 idle connections open",

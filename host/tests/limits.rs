@@ -254,10 +254,7 @@ async fn a_program_with_other_limits_never_runs_in_a_warm_worker() {
     let warm = ex.warm_workers();
     // Each waits, prepared: its step watchdog runs beside the thread that will run the
     // program (a worker that could not prepare would have exited).
-    let prepared = |pid: i32| {
-        std::fs::read_to_string(format!("/proc/{pid}/status"))
-            .is_ok_and(|s| s.lines().any(|l| l.split_whitespace().collect::<Vec<_>>() == ["Threads:", "2"]))
-    };
+    let prepared = |pid: i32| status_field(pid, "Threads") == "2";
     assert!(eventually(Duration::from_secs(10), || warm.iter().all(|&pid| prepared(pid))).await, "{warm:?}");
     let fill = "const a = []; for (let i = 0; i < 10; i++) a.push(new Array(1e6).fill(i)); return a.length";
     let small = Limits::default().with_memory_bytes(64 * MIB);

@@ -13,11 +13,6 @@ use common::*;
 /// These tests look at this process's children; run them one at a time.
 static ONE_AT_A_TIME: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 
-fn status_field(pid: i32, field: &str) -> String {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
-    status.lines().find_map(|l| l.strip_prefix(&format!("{field}:"))).map(|v| v.trim().to_string()).unwrap_or_default()
-}
-
 /// What every worker shows from outside, running a program or waiting in the warm pool.
 fn assert_locked_down(pid: i32) {
     // A warm worker locks itself down once it has read its prepare message: give it

@@ -93,20 +93,11 @@ pub fn prepare(
 }
 
 impl Prepared {
-    /// Waits for the program (a warm worker's next message) and checks that it runs
-    /// under the limits this worker was prepared with: a worker never runs a program
-    /// with other limits (the host sends such a program to a fresh worker instead).
+    /// Waits for the program (a warm worker's next message).
     pub fn wait_for_start(&self) -> StartProgram {
         let message = self.link.channel.borrow_mut().recv_from_host_blocking();
         match message {
-            Ok(HostToWorker::Start(start)) if start.limits == self.limits => start,
-            Ok(HostToWorker::Start(_)) => finish(
-                &self.link,
-                WorkerOutcome::Internal(
-                    "the host sent a program with other limits than this worker was prepared with; it was not run"
-                        .into(),
-                ),
-            ),
+            Ok(HostToWorker::Start(start)) => start,
             Ok(_) => crate::fail("a prepared worker's next message must start a program"),
             Err(_) => crate::exit_as(protocol::worker::WorkerExit::HostGone),
         }
@@ -114,10 +105,18 @@ impl Prepared {
 }
 
 /// Runs `start` to its end in a worker [`prepare`]d for its limits, and exits the process.
+///
+/// A worker never runs a program with limits other than the ones it was locked down
+/// for: such a program (which the host sends to a fresh worker instead) is not run.
 pub fn run(engine: &mut Engine, prepared: Prepared, start: StartProgram) -> ! {
     let Prepared { limits, link, memory_trip, clock } = prepared;
     if start.limits != limits {
-        crate::fail("the program's limits are not the ones the worker was prepared with");
+        finish(
+            &link,
+            WorkerOutcome::Internal(
+                "the host sent a program with other limits than this worker was prepared with; it was not run".into(),
+            ),
+        );
     }
     let busy_poll = Duration::from_micros(start.busy_poll_us);
     clock.on_unpark();

@@ -15,7 +15,6 @@ import json
 import os
 import re
 import subprocess
-import sys
 import tempfile
 
 import anyio
@@ -25,16 +24,9 @@ from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamable_http_client
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-CODEMODE = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else os.path.join(ROOT, "target/release/codemode"))
-CHECKS = 0
+import harness
+from harness import CODEMODE, ROOT, check
 
-
-def check(condition, what):
-    global CHECKS
-    CHECKS += 1
-    if not condition:
-        raise AssertionError(what)
 
 
 def config_file():
@@ -207,7 +199,7 @@ async def main():
     await code_mode(config)
     await separate_tools(config)
     await over_http(config)
-    print(f"MCP server test: {CHECKS} checks passed")
+    print(f"MCP server test: {harness.CHECKS} checks passed")
 
 
 if __name__ == "__main__":

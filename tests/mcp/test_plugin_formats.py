@@ -17,7 +17,6 @@ Run by scripts/test-mcp-server.sh after scripts/npm-fixtures.sh installed the fi
 import http.server
 import json
 import os
-import sys
 import tempfile
 import threading
 
@@ -26,17 +25,10 @@ import mcp.types as types
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-CODEMODE = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else os.path.join(ROOT, "target/release/codemode"))
+import harness
+from harness import CODEMODE, ROOT, check
+
 FORMATS = os.path.join(ROOT, "target/formats")
-CHECKS = 0
-
-
-def check(condition, what):
-    global CHECKS
-    CHECKS += 1
-    if not condition:
-        raise AssertionError(what)
 
 
 class Status(http.server.BaseHTTPRequestHandler):
@@ -179,7 +171,7 @@ async def main():
     await code_mode(config)
     await separate_tools(config)
     server.shutdown()
-    print(f"plugin formats over MCP: {CHECKS} checks passed")
+    print(f"plugin formats over MCP: {harness.CHECKS} checks passed")
 
 
 if __name__ == "__main__":

@@ -343,10 +343,7 @@ impl Executor {
                 // outside while it waited): nothing of the program was seen, so it runs
                 // in a fresh worker instead.
                 tracing::debug!(pid = process.pid(), "the warm worker was gone; starting the program in a fresh one");
-                process.kill();
-                tokio::spawn(async move {
-                    let _ = process.wait().await;
-                });
+                process.end_in_background();
                 take_warm = false;
                 continue;
             }
@@ -365,13 +362,8 @@ impl Executor {
             tracing::debug!(?status, "worker reaped");
             Some(status)
         } else {
-            // The outcome is known: end the worker and reap it off the program's path
-            // (tearing down a process's memory takes most of a millisecond).
-            process.kill();
-            tokio::spawn(async move {
-                let status = process.wait().await;
-                tracing::debug!(?status, "worker reaped");
-            });
+            // The outcome is known: the worker ends off the program's path.
+            process.end_in_background();
             None
         };
         let (kind, worker_dropped) = ending::outcome_kind(ended, status.as_ref(), &limits);

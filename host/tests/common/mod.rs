@@ -147,14 +147,17 @@ pub async fn eventually(limit: Duration, mut done: impl FnMut() -> bool) -> bool
     }
 }
 
+/// One field of `/proc/PID/status` (`"Threads"`, `"PPid"`, ...), trimmed; empty when
+/// the process or the field is not there.
+pub fn status_field(pid: i32, field: &str) -> String {
+    let Ok(status) = std::fs::read_to_string(format!("/proc/{pid}/status")) else { return String::new() };
+    status.lines().find_map(|l| l.strip_prefix(&format!("{field}:"))).map(|v| v.trim().to_string()).unwrap_or_default()
+}
+
 /// True once `pid` has exited (gone, or a zombie waiting to be reaped).
 pub fn exited(pid: i32) -> bool {
-    match std::fs::read_to_string(format!("/proc/{pid}/status")) {
-        Ok(status) => {
-            status.lines().any(|l| l.starts_with("State:") && (l.contains("Z (zombie)") || l.contains("X (dead)")))
-        }
-        Err(_) => true,
-    }
+    let state = status_field(pid, "State");
+    state.is_empty() || state.starts_with('Z') || state.starts_with('X')
 }
 
 /// Asserts that the executor still runs a normal program correctly.
@@ -169,9 +172,7 @@ pub fn child_pids(except: Option<i32>) -> Vec<i32> {
     let mut pids = Vec::new();
     for entry in std::fs::read_dir("/proc").unwrap().flatten() {
         let Ok(pid) = entry.file_name().to_string_lossy().parse::<i32>() else { continue };
-        let Ok(status) = std::fs::read_to_string(format!("/proc/{pid}/status")) else { continue };
-        let ppid = status.lines().find_map(|l| l.strip_prefix("PPid:")).map(|v| v.trim().to_string());
-        if ppid.as_deref() == Some(me.as_str()) && Some(pid) != except {
+        if status_field(pid, "PPid") == me && Some(pid) != except {
             pids.push(pid);
         }
     }

@@ -246,6 +246,21 @@ const web = (function () {
     }
   }
 
+  /** The value of the first `[name, value]` entry named `name`, or null (URLSearchParams, FormData). */
+  function firstValue(entries, name) {
+    const wanted = StringCtor(name);
+    for (let i = 0; i < entries.length; i++) if (entries[i][0] === wanted) return entries[i][1];
+    return null;
+  }
+
+  /** The values of every `[name, value]` entry named `name`, in order. */
+  function allValues(entries, name) {
+    const wanted = StringCtor(name);
+    const found = [];
+    for (let i = 0; i < entries.length; i++) if (entries[i][0] === wanted) ArrayPrototypePush(found, entries[i][1]);
+    return found;
+  }
+
   const searchOwner = new SafeWeakMap();
   class URLSearchParams {
     #list = [];
@@ -293,13 +308,10 @@ const web = (function () {
       this.#changed();
     }
     get(name) {
-      for (let i = 0; i < this.#list.length; i++) if (this.#list[i][0] === StringCtor(name)) return this.#list[i][1];
-      return null;
+      return firstValue(this.#list, name);
     }
     getAll(name) {
-      const found = [];
-      for (let i = 0; i < this.#list.length; i++) if (this.#list[i][0] === StringCtor(name)) ArrayPrototypePush(found, this.#list[i][1]);
-      return found;
+      return allValues(this.#list, name);
     }
     has(name, value = undefined) {
       for (let i = 0; i < this.#list.length; i++) {
@@ -453,13 +465,10 @@ const web = (function () {
       this.#entries = kept;
     }
     get(name) {
-      for (let i = 0; i < this.#entries.length; i++) if (this.#entries[i][0] === StringCtor(name)) return this.#entries[i][1];
-      return null;
+      return firstValue(this.#entries, name);
     }
     getAll(name) {
-      const found = [];
-      for (let i = 0; i < this.#entries.length; i++) if (this.#entries[i][0] === StringCtor(name)) ArrayPrototypePush(found, this.#entries[i][1]);
-      return found;
+      return allValues(this.#entries, name);
     }
     has(name) { return this.get(name) !== null; }
     forEach(callback, thisArg = undefined) {
