@@ -10,6 +10,8 @@ cargo build --release --workspace --bins
 # The seed-format plugin fixtures with their npm packages (cached under target/formats).
 bash scripts/npm-fixtures.sh
 SCHEMA_TEST_NODE_MODULES="$REPO_ROOT/target/formats/schema-libs/node_modules" node --test --test-reporter=dot tests/js/plugin_schema.test.mjs
+# The search fixtures follow their rules (no query holds its tool's words).
+python3 host/tests/fixtures/catalog/check.py >/dev/null
 cargo test --release --workspace
 # The MCP server driven by the official MCP Python SDK (stdio and streamable HTTP).
 bash scripts/test-mcp-server.sh

@@ -3,9 +3,11 @@
 //!
 //! ```toml
 //! [server]                 # the MCP server
-//! mode = "code"            # or "tools": each plugin tool as <plugin>__<tool>
+//! mode = "code"            # or "tools": each plugin tool as an MCP tool of its own
+//! tool_names = "own"       # (tools mode) or "prefixed": every tool as <plugin>__<tool>
 //! max_concurrent_programs = 8
 //! output_bytes = 65536
+//! catalog_budget = 8000    # past it, plugins are listed and programs use tools.$search
 //!
 //! [limits]
 //! memory_mib = 256
@@ -15,6 +17,7 @@
 //!
 //! [[plugin]]
 //! name = "py-tools"
+//! summary = "Small text utilities."        # one line, shown for large catalogs
 //! kind = "process"
 //! command = "python3"
 //! args = ["plugins/py-tools/plugin.py"]   # relative paths are relative to this file
@@ -73,7 +76,7 @@ pub struct Config {
 #[serde(deny_unknown_fields)]
 pub struct ServerConfig {
     /// `code` (one `execute` tool, the default) or `tools` (each plugin tool as an MCP
-    /// tool named `<plugin>__<tool>`).
+    /// tool of its own, named as `tool_names` says).
     #[serde(default)]
     pub mode: ServerMode,
     /// Programs that may run at once; more wait their turn.
@@ -99,6 +102,53 @@ pub struct ServerConfig {
     pub tls_cert: Option<PathBuf>,
     /// `codemode serve`: the certificate's private key (PEM).
     pub tls_key: Option<PathBuf>,
+    /// Code mode: the size, in characters, up to which the execute description declares
+    /// every tool; past it, plugins are listed by name and programs find declarations
+    /// with `tools.$search` (`"unlimited"`: always declare every tool).
+    #[serde(default)]
+    pub catalog_budget: CatalogBudget,
+    /// Separate tools mode: `own` names (the default; `<plugin>_<tool>` only where two
+    /// plugins share one) or `prefixed` (`<plugin>__<tool>` for every tool).
+    #[serde(default)]
+    pub tool_names: ToolNames,
+}
+
+/// How large the tool declarations in the execute description may grow.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CatalogBudget {
+    /// Declare every tool while the declarations take at most this many characters.
+    Chars(usize),
+    /// Always declare every tool (seed 000's rule at any size).
+    Unlimited,
+}
+
+impl CatalogBudget {
+    /// About 8,000 characters: some thirty tools with their schemas.
+    pub const DEFAULT: Self = Self::Chars(8_000);
+}
+
+impl Default for CatalogBudget {
+    fn default() -> Self {
+        Self::DEFAULT
+    }
+}
+
+impl<'de> Deserialize<'de> for CatalogBudget {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        #[derive(Deserialize)]
+        #[serde(untagged)]
+        enum Written {
+            Chars(usize),
+            Word(String),
+        }
+        match Written::deserialize(deserializer) {
+            Ok(Written::Chars(n)) if n > 0 => Ok(Self::Chars(n)),
+            Ok(Written::Word(w)) if w == "unlimited" => Ok(Self::Unlimited),
+            _ => Err(serde::de::Error::custom(
+                "catalog_budget must be a number of characters above 0 (default 8000) or \"unlimited\"",
+            )),
+        }
+    }
 }
 
 impl Default for ServerConfig {
@@ -113,6 +163,8 @@ impl Default for ServerConfig {
             session_idle_ms: default_session_idle_ms(),
             tls_cert: None,
             tls_key: None,
+            catalog_budget: CatalogBudget::DEFAULT,
+            tool_names: ToolNames::Own,
         }
     }
 }
@@ -142,6 +194,18 @@ pub enum ServerMode {
     Code,
     /// Each plugin tool as an MCP tool of its own.
     Tools,
+}
+
+/// How separate tools mode names each plugin tool.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ToolNames {
+    /// Seed 000's rule: a tool keeps its own name, and `<plugin>_<tool>` is used only
+    /// for a name two plugins share.
+    #[default]
+    Own,
+    /// Seed 003's rule: every tool is `<plugin>__<tool>`.
+    Prefixed,
 }
 
 /// `[limits]`: each one optional; the defaults are [`Limits::default`]. Each key is a
@@ -241,6 +305,9 @@ pub struct PluginConfig {
     /// Tools whose every call a person must approve first (`"*"`: all of the plugin's).
     #[serde(default)]
     pub require_approval: Vec<String>,
+    /// One line saying what the plugin is for, shown beside its tool names when the
+    /// catalog is too large to declare in full (`[server] catalog_budget`).
+    pub summary: Option<String>,
     /// A JavaScript plugin's layout, read when the file is loaded.
     #[serde(skip)]
     pub layout: Option<Layout>,
@@ -594,6 +661,11 @@ impl Config {
             .filter(|p| p.enabled && !p.require_approval.is_empty())
             .map(|p| (p.name.clone(), p.require_approval.clone()))
             .collect()
+    }
+
+    /// Each enabled plugin's `summary`, by plugin.
+    pub fn summaries(&self) -> std::collections::HashMap<String, String> {
+        self.plugins.iter().filter(|p| p.enabled).filter_map(|p| Some((p.name.clone(), p.summary.clone()?))).collect()
     }
 
     /// The JavaScript plugins to start (a manifest plugin with only rules has no

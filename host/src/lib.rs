@@ -26,6 +26,7 @@
 
 pub mod cgroups;
 pub mod config;
+pub mod config_discovery;
 pub mod examples;
 pub mod executor;
 pub mod launcher;
@@ -34,6 +35,7 @@ pub mod outcome;
 pub mod plugins;
 pub mod sandbox_report;
 pub mod serve;
+pub mod terminal_approvals;
 pub mod tls;
 pub mod tool;
 pub mod typescript;

@@ -46,7 +46,8 @@ enum Command {
     },
     /// List the tools a program may call, with their signatures.
     Tools {
-        /// The configuration file (plugins and limits).
+        /// The configuration file (plugins and limits). Without it: ./codemode.toml, then
+        /// $XDG_CONFIG_HOME/codemode/config.toml (~/.config/codemode/config.toml).
         #[arg(long, short)]
         config: Option<PathBuf>,
         /// Offer the bundled example tools (weather.forecast, math.add).
@@ -84,6 +85,15 @@ enum Command {
         #[arg(long = "allow-origin", value_name = "ORIGIN")]
         allow_origins: Vec<String>,
     },
+    /// Write a commented starter configuration (./codemode.toml unless given a path).
+    Init {
+        /// Where to write it.
+        #[arg(default_value = codemode::config_discovery::CURRENT_FOLDER_FILE)]
+        path: PathBuf,
+        /// Replace a file that is already there.
+        #[arg(long)]
+        force: bool,
+    },
     /// Print each sandbox layer, whether it is active on this machine, and why not.
     SandboxCheck {
         /// The sandbox-worker binary (default: $CODEMODE_WORKER, or next to codemode).
@@ -114,7 +124,9 @@ enum Command {
 /// What `mcp` and `serve` share.
 #[derive(Args)]
 struct ServeArgs {
-    /// The configuration file (plugins, limits, `[server]`).
+    /// The configuration file (plugins, limits, `[server]`). Without it:
+    /// $XDG_CONFIG_HOME/codemode/config.toml (~/.config/codemode/config.toml); never the
+    /// current folder's, so a cloned repository does not start its plugins.
     #[arg(long, short)]
     config: Option<PathBuf>,
     /// Offer the bundled example tools (weather.forecast, math.add).
@@ -143,7 +155,8 @@ struct RunArgs {
     /// Offer the bundled example tools (weather.forecast, math.add).
     #[arg(long)]
     example_tools: bool,
-    /// The configuration file (plugins and limits).
+    /// The configuration file (plugins and limits). Without it: ./codemode.toml, then
+    /// $XDG_CONFIG_HOME/codemode/config.toml (~/.config/codemode/config.toml).
     #[arg(long, short)]
     config: Option<PathBuf>,
     /// How workers start.
@@ -177,6 +190,13 @@ struct RunArgs {
     /// then names the missing layers. Never use this where programs are untrusted.
     #[arg(long)]
     insecure_allow_weaker_sandbox: bool,
+    /// Allow calls of PLUGIN.TOOL that need a person's approval without asking
+    /// (repeatable). Otherwise they ask on the terminal, or are refused without one.
+    #[arg(long = "approve", value_name = "PLUGIN.TOOL")]
+    approve: Vec<String>,
+    /// Allow every call that needs a person's approval without asking.
+    #[arg(long)]
+    approve_all: bool,
 }
 
 impl RunArgs {
@@ -214,11 +234,66 @@ fn exit_code_of(error: &anyhow::Error) -> i32 {
     }
 }
 
-fn load_config(path: Option<&std::path::Path>) -> anyhow::Result<Config> {
-    match path {
-        Some(p) => Ok(Config::load(p)?),
-        None => Ok(Config::default()),
+/// Which commands may read `./codemode.toml` when given no `--config`.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Search {
+    /// `run` and `tools`: the current folder, then the user's folder.
+    CurrentFolderToo,
+    /// `mcp` and `serve`: the user's folder only (see [`codemode::config_discovery`]).
+    UserFolderOnly,
+}
+
+/// The configuration `given` names, or the one found without it (announced on stderr
+/// when it came from the current folder), or the defaults; and where it came from.
+fn load_config(
+    given: Option<&std::path::Path>,
+    search: Search,
+) -> anyhow::Result<(Config, Option<codemode::config_discovery::Found>)> {
+    use codemode::config_discovery::{find, Source};
+    let env = |name: &str| std::env::var(name).ok();
+    let cwd = std::env::current_dir().unwrap_or_default();
+    let found = find(given, search == Search::CurrentFolderToo, &cwd, &env, &|p: &std::path::Path| p.is_file());
+    match found {
+        Some(found) => {
+            if found.source == Source::CurrentFolder {
+                eprintln!(
+                    "codemode: reading {} (found in the current folder; --config FILE reads another)",
+                    found.path.display()
+                );
+            }
+            Ok((Config::load(&found.path)?, Some(found)))
+        }
+        None => Ok((Config::default(), None)),
     }
+}
+
+/// What to say when no configuration was found.
+fn none_found(search: Search) -> String {
+    let env = |name: &str| std::env::var(name).ok();
+    format!(
+        "no configuration found (looked for {}); `codemode init` writes a commented starter one, or pass --config FILE",
+        codemode::config_discovery::searched(search == Search::CurrentFolderToo, &env)
+    )
+}
+
+/// `codemode init`: writes the starter configuration, never over a file unless forced.
+fn init(path: &std::path::Path, force: bool) -> anyhow::Result<i32> {
+    if path.exists() && !force {
+        return Err(UsageError(format!(
+            "{} already exists; pass --force to replace it, or give another path",
+            path.display()
+        ))
+        .into());
+    }
+    if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
+        std::fs::create_dir_all(parent).with_context(|| format!("creating {}", parent.display()))?;
+    }
+    std::fs::write(path, codemode::config_discovery::STARTER).with_context(|| format!("writing {}", path.display()))?;
+    eprintln!(
+        "codemode: wrote {}; `codemode tools` lists what it offers, `codemode run PROGRAM.js` runs a program",
+        path.display()
+    );
+    Ok(0)
 }
 
 /// The configured plugins; JavaScript plugins run in `worker`'s plugin runtime under `sandbox`.
@@ -228,13 +303,21 @@ fn plugin_host(config: &Config, example_tools: bool, worker: &std::path::Path, s
     PluginHost::new(base, config.process_plugins().into_iter().chain(javascript).map(ProcessPlugin::new).collect())
         .with_mcp(config.mcp_servers().into_iter().map(McpPlugin::new).collect())
         .with_approvals(config.approvals())
+        .with_summaries(config.summaries())
         .with_scopes(config.scopes.clone())
 }
 
 /// `codemode tools`: every tool as `tools.<plugin>.<tool>(input) -> output`, or the
 /// TypeScript declarations.
 async fn list_tools(config: Option<PathBuf>, example_tools: bool, typescript: bool) -> anyhow::Result<i32> {
-    let config = load_config(config.as_deref())?;
+    let (config, found) = load_config(config.as_deref(), Search::CurrentFolderToo)?;
+    match &found {
+        Some(found) if found.source != codemode::config_discovery::Source::CurrentFolder => {
+            eprintln!("codemode: reading {}", found.path.display())
+        }
+        Some(_) => {}
+        None => eprintln!("codemode: {}", none_found(Search::CurrentFolderToo)),
+    }
     let (catalog, problems) =
         Arc::new(plugin_host(&config, example_tools, &codemode::default_worker_path(), SandboxPolicy::Required))
             .catalog()
@@ -280,7 +363,7 @@ async fn run(args: RunArgs) -> anyhow::Result<i32> {
     if code.trim().is_empty() {
         return Err(UsageError(format!("the program ({source}) is empty: give a file (or - for standard input) holding the body of an async function or one expression")).into());
     }
-    let config = load_config(args.config.as_deref())?;
+    let (config, found) = load_config(args.config.as_deref(), Search::CurrentFolderToo)?;
     let limits = args.limits(config.limits())?;
     let sandbox =
         if args.insecure_allow_weaker_sandbox { SandboxPolicy::InsecureAllowWeaker } else { SandboxPolicy::Required };
@@ -295,10 +378,16 @@ async fn run(args: RunArgs) -> anyhow::Result<i32> {
     }
     let executor = Arc::new(builder.build().await.context("starting the executor")?);
     plugins.keep_current(Arc::clone(&executor));
-    let outcome = executor.run(&code).await;
+    let approvals =
+        codemode::terminal_approvals::PreApproved::new(args.approve_all, &args.approve).map_err(UsageError)?;
+    let hooks = codemode::terminal_approvals::TerminalApprovals::new(approvals);
+    let outcome = executor.run(codemode::Program::new(code).hooks(hooks)).await;
     // Ends the template (and the plugins) and removes the pool cgroup before exiting.
     drop(plugins);
     drop(executor);
+    if found.is_none() && !args.example_tools && outcome.tool_calls > 0 {
+        eprintln!("codemode: {}; this run had no tools to call", none_found(Search::CurrentFolderToo));
+    }
     let text = if args.json { serde_json::to_string_pretty(&outcome)? } else { outcome.agent_text() };
     print_result(&text)?;
     Ok(exit_code(&outcome.kind))
@@ -315,7 +404,10 @@ struct Listen {
 
 /// `codemode mcp` (stdio) and `codemode serve` (HTTP, when `http` says where).
 async fn serve(args: ServeArgs, http: Option<Listen>) -> anyhow::Result<i32> {
-    let mut config = load_config(args.config.as_deref())?;
+    let (mut config, found) = load_config(args.config.as_deref(), Search::UserFolderOnly)?;
+    if let Some(found) = found.filter(|f| f.source == codemode::config_discovery::Source::UserFolder) {
+        tracing::info!("reading {}", found.path.display());
+    }
     match args.mode.as_deref() {
         Some("tools") => config.server.mode = codemode::config::ServerMode::Tools,
         Some("code") => config.server.mode = codemode::config::ServerMode::Code,
@@ -438,6 +530,7 @@ fn main() {
                     Ok(0)
                 })
             }
+            Command::Init { path, force } => init(&path, force),
             Command::SandboxCheck { worker } => {
                 codemode::sandbox_report::check(&worker.unwrap_or_else(codemode::default_worker_path))
             }

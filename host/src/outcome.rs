@@ -120,6 +120,79 @@ pub struct Outcome {
     /// the executor was told to accept a weaker sandbox).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub sandbox_missing: Vec<protocol::worker::MissingLayer>,
+    /// Tool calls the program started and never awaited: still running when it
+    /// returned. They were let run to their end (within the wall clock); each says how
+    /// it ended.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub unawaited_calls: Vec<UnawaitedCall>,
+}
+
+/// A tool call still running when its program returned, and how it ended.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct UnawaitedCall {
+    /// `tools.<plugin>.<tool>`.
+    pub call: String,
+    /// Why it failed, when it did.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub failure: Option<String>,
+    /// True when it was still running at the wall-clock limit (or a cancellation) and
+    /// was stopped.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub stopped: bool,
+}
+
+impl UnawaitedCall {
+    /// `call`, which ended with `answer`.
+    pub fn ended(call: String, answer: &protocol::ToolAnswer) -> Self {
+        let failure = match answer {
+            protocol::ToolAnswer::Reject(why) => Some(why.clone()),
+            protocol::ToolAnswer::Resolve(_) => None,
+        };
+        Self { call, failure, stopped: false }
+    }
+}
+
+/// Longest failure message quoted in the note about calls never awaited.
+const MAX_FAILURE_CHARS: usize = 300;
+
+/// The note an agent reads about calls its program never awaited: how many, and what
+/// became of the ones that did not simply succeed; `None` when there were none.
+pub fn unawaited_note(calls: &[UnawaitedCall]) -> Option<String> {
+    if calls.is_empty() {
+        return None;
+    }
+    let plural = |n: usize, one: &str, many: &str| if n == 1 { format!("{n} {one}") } else { format!("{n} {many}") };
+    let mut note = format!(
+        "[{} never awaited: the program returned while {} running",
+        plural(calls.len(), "tool call was", "tool calls were"),
+        if calls.len() == 1 { "it was" } else { "they were" }
+    );
+    let brief = |why: &str| {
+        if why.chars().count() <= MAX_FAILURE_CHARS {
+            why.to_string()
+        } else {
+            format!("{}…", why.chars().take(MAX_FAILURE_CHARS).collect::<String>())
+        }
+    };
+    let failed: Vec<String> =
+        calls.iter().filter_map(|c| c.failure.as_ref().map(|why| format!("{}: {}", c.call, brief(why)))).collect();
+    let stopped: Vec<&str> = calls.iter().filter(|c| c.stopped).map(|c| c.call.as_str()).collect();
+    let succeeded = calls.len() - failed.len() - stopped.len();
+    if succeeded > 0 {
+        note.push_str(&format!("; {succeeded} succeeded"));
+    }
+    if !failed.is_empty() {
+        note.push_str(&format!("; {} failed: {}", failed.len(), failed.join("; ")));
+    }
+    if !stopped.is_empty() {
+        note.push_str(&format!(
+            "; {} stopped unfinished at the wall-clock limit: {}",
+            stopped.len(),
+            stopped.join(", ")
+        ));
+    }
+    note.push_str(". Await every call whose result matters.]");
+    Some(note)
 }
 
 fn micros<S: serde::Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
@@ -203,6 +276,7 @@ impl Outcome {
             (_, None) => {}
         }
         parts.extend(self.console_text());
+        parts.extend(unawaited_note(&self.unawaited_calls));
         parts.extend(self.sandbox_warning());
         parts.join("\n\n")
     }
@@ -247,6 +321,7 @@ mod tests {
             tool_calls: 0,
             elapsed: Duration::ZERO,
             sandbox_missing: Vec::new(),
+            unawaited_calls: Vec::new(),
         }
     }
 

@@ -24,7 +24,9 @@
 //!   TypeScript refuses) is declared `unknown`;
 //! - what cannot be expressed (`not`, `if`/`then`/`else`, a `$ref` elsewhere) is
 //!   `unknown /* schema: ... */`, never an error;
-//! - `description`s (and `default`s) become `/** */` doc comments, with `*/` escaped.
+//! - `description`s, the constraints a type cannot say (integer, ranges, lengths,
+//!   `pattern`, `format`), `default`s and a first example become `/** */` doc comments,
+//!   with `*/` escaped.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -165,6 +167,26 @@ fn signature_parts(plugin: &str, tool: &Tool, namespaces: &mut Namespaces, inden
         None => "string".to_string(),
     };
     (format!("input{}: {input_type}", if optional { "?" } else { "" }), output_type)
+}
+
+/// One tool's declaration as `tools.$search` hands it to a program: its doc comment,
+/// `tools.<plugin>.<tool>(input: In): Promise<Out>;`, then the named types of its
+/// schemas with `$ref`s.
+pub fn tool_declaration(plugin: &str, tool: &Tool) -> String {
+    let mut namespaces = Namespaces::default();
+    let mut out = String::new();
+    push_doc(&mut out, &text_lines(&tool.definition.description), 0);
+    let (parameter, output) = signature_parts(plugin, tool, &mut namespaces, 0);
+    out.push_str(&format!(
+        "tools{}{}({parameter}): Promise<{output}>;\n",
+        access_path(plugin),
+        access_path(&tool.definition.name)
+    ));
+    for block in namespaces.blocks {
+        out.push('\n');
+        out.push_str(&block);
+    }
+    out
 }
 
 /// Every tool as the program calls it, with its types and the first line of its
@@ -675,13 +697,93 @@ fn identifier(name: &str) -> String {
     id
 }
 
-/// A schema's doc lines: its description, then its default.
+/// A schema's doc lines: its description, then what its type cannot say (constraints),
+/// its default and its first example.
 fn doc_lines(schema: &Value) -> Vec<String> {
     let mut lines = schema.get("description").and_then(Value::as_str).map(text_lines).unwrap_or_default();
+    let mut facts: Vec<String> = constraints(schema).into_iter().collect();
     if let Some(default) = schema.get("default") {
-        lines.push(format!("Default: `{default}`."));
+        facts.push(format!("Default: `{}`.", escape_comment(&default.to_string())));
+    }
+    if let Some(example) = schema.get("examples").and_then(Value::as_array).and_then(|e| e.first()) {
+        let text = example.to_string();
+        if text.len() <= MAX_EXAMPLE_CHARS {
+            facts.push(format!("Example: `{}`.", escape_comment(&text)));
+        }
+    }
+    if !facts.is_empty() {
+        lines.push(facts.join(" "));
     }
     lines
+}
+
+/// Longest example quoted in a doc comment.
+const MAX_EXAMPLE_CHARS: usize = 80;
+
+/// The constraints of a schema that its TypeScript type drops, as one sentence:
+/// `Integer, 1 to 10.`, `At most 100 characters, pattern `^[a-z]+$`.`; `None` when it
+/// has none. A call that breaks one is refused with the field's name, so the agent
+/// should know them before it calls.
+fn constraints(schema: &Value) -> Option<String> {
+    let map = schema.as_object()?;
+    let number = |key: &str| map.get(key).filter(|v| v.is_number()).map(Value::to_string);
+    let count = |key: &str| map.get(key).and_then(Value::as_u64);
+    let mut parts: Vec<String> = Vec::new();
+    let types: Vec<&str> = match map.get("type") {
+        Some(Value::String(t)) => vec![t.as_str()],
+        Some(Value::Array(ts)) => ts.iter().filter_map(Value::as_str).collect(),
+        _ => Vec::new(),
+    };
+    if types.contains(&"integer") && !types.contains(&"number") {
+        parts.push("integer".into());
+    }
+    let (low, high) = (number("minimum"), number("maximum"));
+    match (&low, &high) {
+        (Some(low), Some(high)) => parts.push(format!("{low} to {high}")),
+        (Some(low), None) => parts.push(format!("at least {low}")),
+        (None, Some(high)) => parts.push(format!("at most {high}")),
+        (None, None) => {}
+    }
+    if let Some(low) = number("exclusiveMinimum") {
+        parts.push(format!("more than {low}"));
+    }
+    if let Some(high) = number("exclusiveMaximum") {
+        parts.push(format!("less than {high}"));
+    }
+    if let Some(step) = number("multipleOf") {
+        parts.push(format!("a multiple of {step}"));
+    }
+    // `unit` is singular and plural: ("character", "characters").
+    let mut range = |min: Option<u64>, max: Option<u64>, (one, many): (&str, &str)| {
+        let unit = |n: u64| if n == 1 { one } else { many };
+        match (min, max) {
+            (Some(a), Some(b)) if a == b => parts.push(format!("exactly {a} {}", unit(a))),
+            (Some(a), Some(b)) => parts.push(format!("{a} to {b} {many}")),
+            (Some(a), None) if a > 0 => parts.push(format!("at least {a} {}", unit(a))),
+            (_, Some(b)) => parts.push(format!("at most {b} {}", unit(b))),
+            _ => {}
+        }
+    };
+    range(count("minLength"), count("maxLength"), ("character", "characters"));
+    range(count("minItems"), count("maxItems"), ("item", "items"));
+    range(count("minProperties"), count("maxProperties"), ("property", "properties"));
+    if map.get("uniqueItems") == Some(&Value::Bool(true)) {
+        parts.push("no duplicates".into());
+    }
+    if let Some(format) = map.get("format").and_then(Value::as_str) {
+        parts.push(format!("format {format}"));
+    }
+    if let Some(pattern) = map.get("pattern").and_then(Value::as_str) {
+        parts.push(format!("pattern `{}`", escape_comment(pattern)));
+    }
+    if map.get("deprecated") == Some(&Value::Bool(true)) {
+        parts.push("deprecated".into());
+    }
+    let mut sentence = parts.join(", ");
+    let first = sentence.chars().next()?;
+    sentence.replace_range(..first.len_utf8(), &first.to_uppercase().to_string());
+    sentence.push('.');
+    Some(sentence)
 }
 
 /// A text's lines, trimmed at the ends, with runs of blank lines made one.
@@ -739,7 +841,7 @@ mod tests {
             json!({
                 "type": "object",
                 "properties": {
-                    "city": { "type": "string", "description": "City name" },
+                    "city": { "type": "string", "description": "City name", "format": "city", "examples": ["Oslo", "Rome"] },
                     "days": { "type": "integer", "minimum": 1, "default": 3 },
                     "units": { "enum": ["c", "f"] }
                 },
@@ -767,12 +869,12 @@ mod tests {
             json!({
                 "type": "object",
                 "properties": {
-                    "table name": { "type": "string" },
+                    "table name": { "type": "string", "maxLength": 64, "pattern": "^[a-z_]+$" },
                     "filter": { "anyOf": [{ "type": "string" }, { "type": "object", "additionalProperties": { "type": "number" } }] },
-                    "limit": { "type": "integer", "nullable": true },
+                    "limit": { "type": "integer", "nullable": true, "minimum": 1, "maximum": 100 },
                     "pair": { "type": "array", "prefixItems": [{ "type": "string" }, { "type": "number" }], "items": false },
                     "mode": { "const": "fast" },
-                    "tags": { "type": "array", "items": { "oneOf": [{ "type": "string" }, { "type": "number" }] } },
+                    "tags": { "type": "array", "maxItems": 5, "uniqueItems": true, "items": { "oneOf": [{ "type": "string" }, { "type": "number" }] } },
                     "offsets": { "type": "array", "items": { "enum": [-1, 0, 1] } }
                 },
                 "required": ["table name"]
@@ -838,11 +940,14 @@ interface Tools {
      * Also reachable as `search_rows`.
      */
     "search-rows"(input: {
+      /** At most 64 characters, pattern `^[a-z_]+$`. */
       "table name": string;
       filter?: string | { [key: string]: number };
+      /** Integer, 1 to 100. */
       limit?: number | null;
       pair?: [string, number];
       mode?: "fast";
+      /** At most 5 items, no duplicates. */
       tags?: (string | number)[];
       offsets?: (-1 | 0 | 1)[];
     }): Promise<string>;
@@ -864,9 +969,12 @@ interface Tools {
      * Made-up data *\/ for tests.
      */
     forecast(input: {
-      /** City name */
+      /**
+       * City name
+       * Format city. Example: `"Oslo"`.
+       */
       city: string;
-      /** Default: `3`. */
+      /** Integer, at least 1. Default: `3`. */
       days?: number;
       units?: "c" | "f";
     }): Promise<{
@@ -977,6 +1085,7 @@ interface Tools {
   "2fa": {
     /** Codes. */
     codes(input?: {
+      /** Integer. */
       n?: number;
     }): Promise<string>;
   };
@@ -1034,6 +1143,7 @@ interface Tools {
     }): Promise<string>;
     /** Gets x. */
     get_x(input?: {}): Promise<{
+      /** Integer. */
       n?: number;
     }>;
   };

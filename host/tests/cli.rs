@@ -165,3 +165,193 @@ fn a_bad_configuration_is_named() {
         );
     }
 }
+
+/// `codemode ARGS` in `dir`, with only the given config-folder variables.
+fn codemode_in(dir: &std::path::Path, args: &[&str], env: &[(&str, &std::path::Path)]) -> (i32, String, String) {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_codemode"))
+        .args(args)
+        .current_dir(dir)
+        .env_remove("XDG_CONFIG_HOME")
+        .env("HOME", dir)
+        .envs(env.iter().map(|(k, v)| (*k, v.as_os_str())))
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn a_configuration_is_found_without_flags_and_init_writes_one() {
+    let root = std::env::temp_dir().join(format!("codemode-discovery-{}", std::process::id()));
+    let (repo, empty, cfg) = (root.join("repo"), root.join("empty"), root.join("cfg"));
+    for d in [&repo, &empty, &cfg] {
+        std::fs::create_dir_all(d).unwrap();
+    }
+    let xdg = [("XDG_CONFIG_HOME", cfg.as_path())];
+
+    // Nothing anywhere: said, with what to do.
+    let (code, out, err) = codemode_in(&empty, &["tools"], &xdg);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(out, "");
+    assert!(
+        err.contains(&format!("no configuration found (looked for ./codemode.toml and {}/codemode/config.toml); `codemode init` writes a commented starter one, or pass --config FILE", cfg.display())),
+        "{err}"
+    );
+
+    // `codemode init` writes the starter; a second one refuses to overwrite it.
+    let (code, _, err) = codemode_in(&repo, &["init"], &xdg);
+    assert_eq!(code, 0, "{err}");
+    assert!(std::fs::read_to_string(repo.join("codemode.toml")).unwrap().contains("example_tools = true"));
+    let (code, _, err) = codemode_in(&repo, &["init"], &xdg);
+    assert_eq!(code, 2);
+    assert!(err.contains("codemode.toml already exists; pass --force to replace it"), "{err}");
+
+    // The current folder's file is read by `tools` and `run`, and announced by its path.
+    let (code, out, err) = codemode_in(&repo, &["tools"], &xdg);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("tools.math.add(input: {"), "{out}");
+    assert!(
+        err.contains(&format!("codemode: reading {}/codemode.toml (found in the current folder", repo.display())),
+        "{err}"
+    );
+
+    // The user's file, from anywhere.
+    std::fs::create_dir_all(cfg.join("codemode")).unwrap();
+    std::fs::write(cfg.join("codemode/config.toml"), "example_tools = true\n").unwrap();
+    let (code, out, err) = codemode_in(&empty, &["tools"], &xdg);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("tools.weather.forecast(input: {"), "{out}");
+    assert_eq!(err.trim(), format!("codemode: reading {}/codemode/config.toml", cfg.display()));
+
+    // A cloned repository's codemode.toml never starts its plugins under `codemode mcp`.
+    std::fs::write(
+        repo.join("codemode.toml"),
+        "[[plugin]]\nname = \"sneaky\"\nkind = \"process\"\ncommand = \"sh\"\nargs = [\"-c\", \"touch STARTED; sleep 5\"]\ntimeout_ms = 500\n",
+    )
+    .unwrap();
+    let _ = codemode_in(&repo, &["mcp"], &xdg);
+    assert!(!repo.join("STARTED").exists(), "codemode mcp started a plugin from the current folder");
+    // The control: `codemode tools` there does read it (the plugin starts).
+    let _ = codemode_in(&repo, &["tools"], &xdg);
+    assert!(repo.join("STARTED").exists(), "codemode tools should have read ./codemode.toml");
+    std::fs::remove_dir_all(&root).unwrap();
+}
+
+/// A configuration whose `hello.greet` needs approval and whose `js.approve` asks the
+/// person itself (`ctx.approve`).
+fn approval_config() -> std::path::PathBuf {
+    let dir = std::env::temp_dir().join(format!("codemode-cli-approvals-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let root = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..").canonicalize().unwrap();
+    let config = format!(
+        "[[plugin]]\nname = \"hello\"\nkind = \"javascript\"\npath = \"{r}/plugins/hello-tools\"\nrequire_approval = [\"greet\"]\n\n[[plugin]]\nname = \"js\"\nkind = \"javascript\"\npath = \"{r}/tests/plugins/js-test\"\n",
+        r = root.display()
+    );
+    std::fs::write(dir.join("approvals.toml"), config).unwrap();
+    std::fs::write(
+        dir.join("program.js"),
+        r#"const out = {};
+           try { out.greet = await tools.hello.greet({ name: "Ann" }); } catch (e) { out.greet = e.message; }
+           out.plugin = JSON.parse(await tools.js.approve());
+           return out;"#,
+    )
+    .unwrap();
+    dir
+}
+
+/// `codemode run` on `approval_config`'s program with `flags`, in a new session with no
+/// controlling terminal, or with a pseudo-terminal as its terminal where `answers` are
+/// typed after each prompt: (exit code, stdout, what the terminal showed).
+fn run_with_approvals(flags: &[&str], answers: Option<&[&str]>) -> (i32, String, String) {
+    use std::io::{Read, Write};
+    use std::os::unix::process::CommandExt;
+    let dir = approval_config();
+    let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_codemode"));
+    command.arg("run").arg("--config").arg(dir.join("approvals.toml")).args(flags).arg(dir.join("program.js"));
+    command.stdin(std::process::Stdio::null()).stdout(std::process::Stdio::piped()).stderr(std::process::Stdio::null());
+    let (mut master, slave) = match answers {
+        None => (None, -1),
+        Some(_) => {
+            let (mut m, mut s) = (0, 0);
+            // SAFETY: openpty writes two descriptors into the given ints; the name,
+            // termios and window-size pointers may be null.
+            let rc = unsafe { libc::openpty(&mut m, &mut s, std::ptr::null_mut(), std::ptr::null(), std::ptr::null()) };
+            assert_eq!(rc, 0, "openpty");
+            // SAFETY: `m` is a fresh descriptor that nothing else owns.
+            (Some(unsafe { <std::fs::File as std::os::fd::FromRawFd>::from_raw_fd(m) }), s)
+        }
+    };
+    // SAFETY: between fork and exec the child only calls async-signal-safe functions
+    // (setsid, ioctl) on values it owns.
+    unsafe {
+        command.pre_exec(move || {
+            if libc::setsid() < 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            if slave >= 0 && libc::ioctl(slave, libc::TIOCSCTTY, 0) < 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    let child = command.spawn().unwrap();
+    if slave >= 0 {
+        // SAFETY: the parent's copy of the slave is closed once; the child has its own.
+        unsafe { libc::close(slave) };
+    }
+    let mut shown = String::new();
+    if let (Some(m), Some(answers)) = (master.as_mut(), answers) {
+        for answer in answers {
+            // Read until the prompt's question mark and bracket arrive, then answer.
+            let mut seen = String::new();
+            let mut buf = [0u8; 4096];
+            while !seen.contains("[y/N] ") {
+                let n = m.read(&mut buf).unwrap();
+                assert!(n > 0, "the terminal closed before a prompt: {seen}");
+                seen.push_str(&String::from_utf8_lossy(&buf[..n]));
+            }
+            shown.push_str(&seen);
+            m.write_all(format!("{answer}\n").as_bytes()).unwrap();
+        }
+    }
+    let out = child.wait_with_output().unwrap();
+    (out.status.code().unwrap_or(-1), String::from_utf8_lossy(&out.stdout).into_owned(), shown)
+}
+
+#[test]
+fn run_asks_on_the_terminal_or_takes_approve_flags() {
+    // No terminal: refused, saying which flag allows it; the plugin's own question too.
+    let (code, out, _) = run_with_approvals(&[], None);
+    assert_eq!(code, 0, "{out}");
+    let value: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(
+        value["greet"],
+        "tools.hello.greet needs a person's approval (for each call), and there is no terminal to ask on (/dev/tty: No such device or address (os error 6)): pass --approve hello.greet (or --approve-all) to allow it"
+    );
+    assert_eq!(value["plugin"]["approved"], false, "{value}");
+
+    // The flags allow without asking.
+    let (_, out, _) = run_with_approvals(&["--approve", "hello.greet"], None);
+    assert_eq!(serde_json::from_str::<serde_json::Value>(&out).unwrap()["greet"], "Hello, Ann!");
+    let (_, out, _) = run_with_approvals(&["--approve-all"], None);
+    let value: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!((value["greet"].as_str(), value["plugin"]["approved"].as_bool()), (Some("Hello, Ann!"), Some(true)));
+    let (code, _, _) = run_with_approvals(&["--approve", "greet"], None);
+    assert_eq!(code, 2, "a name without its plugin is a usage mistake");
+
+    // A terminal: the person reads the call and its input, and answers.
+    let (_, out, shown) = run_with_approvals(&[], Some(&["y", "n"]));
+    let value: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(value["greet"], "Hello, Ann!", "{shown}");
+    assert_eq!(value["plugin"]["approved"], false, "{shown}");
+    assert!(shown.contains("codemode: allow tools.hello.greet to run with this input?"), "{shown}");
+    assert!(shown.contains("\"name\": \"Ann\""), "{shown}");
+    let (_, out, _) = run_with_approvals(&[], Some(&["no", "yes"]));
+    let value: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(value["greet"], "the person declined the call to tools.hello.greet");
+    assert_eq!(value["plugin"]["approved"], true);
+}

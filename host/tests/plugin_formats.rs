@@ -170,7 +170,10 @@ fn seed_001_zhin_tools_named_after_their_folders() {
     ));
     let (code, out, err) = tools(&cfg, false, &[]);
     assert_eq!(code, 0, "notes do not fail the listing: {err}");
-    assert!(out.contains("tools.bot.echo(input: {\n  /** What to echo */\n  message: string;"), "{out}");
+    assert!(
+        out.contains("tools.bot.echo(input: {\n  /**\n   * What to echo\n   * At least 1 character.\n   */\n  message: string;\n  /** Integer, 1 to 5. Default: `1`. */\n  times?: number;"),
+        "zod's constraints and default are in the declaration: {out}"
+    );
     assert!(out.contains("tools.bot.short_url(input: {"), "{out}");
     assert!(out.contains("Promise<string>  // hidden: callable, but not shown to agents"), "{out}");
     assert!(
@@ -194,7 +197,9 @@ fn seed_001_zhin_tools_named_after_their_folders() {
     for call in [r#"tools.bot.short_url({ url: "https://example.com/a" })"#, r#"tools.bot.wipe({ user: "ann" })"#] {
         let e = rejection(&cfg, call);
         assert!(
-            e.contains("needs a person's approval (") && e.contains("), and nobody can be asked here"),
+            e.contains("needs a person's approval (")
+                && e.contains("), and there is no terminal to ask on (/dev/tty")
+                && e.contains(": pass --approve bot."),
             "{call}: {e}"
         );
     }
@@ -247,7 +252,9 @@ fn seed_002_plico_tool_files_with_zod_3_arktype_and_commonjs_packages() {
     // approval.required: nobody can approve under `codemode run`.
     let e = rejection_with(&cfg, r#"tools.plico.slug({ title: "Hello World" })"#, &env);
     assert!(
-        e.starts_with("tools.plico.slug needs a person's approval (for each call), and nobody can be asked here"),
+        e.starts_with(
+            "tools.plico.slug needs a person's approval (for each call), and there is no terminal to ask on (/dev/tty"
+        ) && e.ends_with("pass --approve plico.slug (or --approve-all) to allow it"),
         "{e}"
     );
     // A setting whose variable is not set: the plugin is unavailable, saying which.
@@ -348,7 +355,11 @@ async fn seed_004_a_podcode_module_with_fetch_config_and_attachments() {
             assert_eq!(v, json!(expected), "{member}");
         }
         let e = rejection(&cfg, r#"tools.deploy.rollback({ service: "api" })"#);
-        assert_eq!(e, "the person did not allow deploy: nobody can be asked here: a person approves through the MCP server's client (codemode mcp or codemode serve)");
+        assert!(
+            e.starts_with("the person did not allow deploy: there is no terminal to ask on (/dev/tty")
+                && e.ends_with("pass --approve deploy.rollback (or --approve-all) to allow it"),
+            "{e}"
+        );
     })
     .await
     .unwrap();

@@ -398,3 +398,87 @@ async fn the_catalog_can_change_between_programs() {
     ex.set_catalog(catalog);
     assert_eq!(ok_value(&ex.run("return await tools.extra.hello()").await), json!("hi"));
 }
+
+#[tokio::test]
+async fn a_program_searches_the_catalog_then_calls_what_it_found() {
+    let ex = executor_with(LaunchMode::Template, Limits::default(), codemode::examples::example_catalog()).await;
+    let outcome = ex
+        .run(
+            r#"const found = await tools.$search("will it rain in Oslo tomorrow", { limit: 1 });
+               const { plugin, tool, call, declaration } = found[0];
+               const forecast = await tools[plugin][tool]({ city: "Oslo" });
+               let badQuery, badLimit;
+               try { await tools.$search(5); } catch (e) { badQuery = `${e.name}: ${e.message}`; }
+               try { await tools.$search("sum", { limit: 500 }); } catch (e) { badLimit = e.message; }
+               const sums = await tools.$search("add two numbers", { plugin: "math" });
+               return { count: found.length, call, declared: declaration.includes("city: string"), city: forecast.city, badQuery, badLimit,
+                        sums: sums.map((h) => h.call), plugins: Object.keys(tools) };"#,
+        )
+        .await;
+    let value = ok_value(&outcome);
+    assert_eq!(value["count"], 1);
+    assert_eq!(value["call"], "tools.weather.forecast");
+    assert_eq!(value["declared"], true, "{value}");
+    assert_eq!(value["city"], "Oslo");
+    assert_eq!(
+        value["badQuery"],
+        "TypeError: tools.$search: the query must be a string, not number; call it as tools.$search(\"what the tool should do\") or tools.$search(query, { plugin: \"name\", limit: 10 })"
+    );
+    assert_eq!(value["badLimit"], "tools.$search: limit must be between 1 and 50, not 500");
+    assert_eq!(value["sums"], json!(["tools.math.add"]));
+    assert_eq!(value["plugins"], json!(["math", "weather"]), "$search is not a plugin");
+}
+
+#[tokio::test]
+async fn calls_never_awaited_run_to_their_end_and_are_named() {
+    let finished = std::sync::Arc::new(std::sync::atomic::AtomicU32::new(0));
+    let done = std::sync::Arc::clone(&finished);
+    let slow = Tool::from_fn(def("sleep", None), move |input, _| {
+        let done = std::sync::Arc::clone(&done);
+        async move {
+            tokio::time::sleep(Duration::from_millis(input["ms"].as_u64().unwrap_or(0))).await;
+            done.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            ToolResult::text("slept")
+        }
+    });
+    let fail = Tool::from_fn(def("fail", None), |_, _| async {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        ToolResult::error("the disk is full")
+    });
+    let catalog = Catalog::new().with("slow", slow).unwrap().with("slow", fail).unwrap();
+    let limits = Limits { wall_clock: Duration::from_secs(2), ..Limits::default() };
+    let ex = executor_with(LaunchMode::Template, limits, catalog).await;
+
+    let outcome = ex
+        .run(r#"tools.slow.sleep({ ms: 300 }); tools.slow.fail({}); await tools.slow.sleep({ ms: 1 }); return "done";"#)
+        .await;
+    assert_eq!(outcome.kind, OutcomeKind::Ok { value: Some("\"done\"".into()) });
+    assert_eq!(finished.load(std::sync::atomic::Ordering::SeqCst), 2, "the call never awaited still ran to its end");
+    let calls: Vec<(String, Option<String>, bool)> =
+        outcome.unawaited_calls.iter().map(|c| (c.call.clone(), c.failure.clone(), c.stopped)).collect();
+    assert_eq!(
+        calls,
+        [
+            ("tools.slow.fail".to_string(), Some("the disk is full".to_string()), false),
+            ("tools.slow.sleep".to_string(), None, false)
+        ]
+    );
+    assert_eq!(
+        outcome.agent_text(),
+        "done\n\n[2 tool calls were never awaited: the program returned while they were running; 1 succeeded; 1 failed: tools.slow.fail: the disk is full. Await every call whose result matters.]"
+    );
+
+    // A call still running at the wall-clock limit is stopped, and said to be.
+    let outcome = ex.run(r#"tools.slow.sleep({ ms: 60000 }); return 1;"#).await;
+    assert_eq!(outcome.kind, OutcomeKind::Ok { value: Some("1".into()) });
+    assert_eq!(outcome.unawaited_calls.len(), 1);
+    assert!(outcome.unawaited_calls[0].stopped && outcome.unawaited_calls[0].call == "tools.slow.sleep");
+    assert!(
+        outcome.agent_text().contains("1 stopped unfinished at the wall-clock limit: tools.slow.sleep"),
+        "{}",
+        outcome.agent_text()
+    );
+
+    // Awaited calls are not mentioned.
+    assert!(ex.run(r#"return await tools.slow.sleep({ ms: 1 });"#).await.unawaited_calls.is_empty());
+}

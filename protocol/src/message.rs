@@ -8,7 +8,7 @@
 //! worker ── ToolCall { call_id, plugin, tool, input } ────▶ host      (any number, concurrently)
 //! host   ── ToolAnswer { call_id, answer } ───────────────▶ worker    (in any order)
 //! worker ── Console { level, text } ──────────────────────▶ host      (any number)
-//! worker ── Finished { outcome, console_dropped_bytes } ──▶ host      (exactly once, then exit)
+//! worker ── Finished { outcome, console_dropped_bytes, unanswered_calls } ──▶ host   (exactly once, then exit)
 //! ```
 //!
 //! Tool inputs and answers stay JSON text ([`RawValue`]): the worker produced them with
@@ -67,6 +67,10 @@ pub enum WorkerToHost {
         outcome: WorkerOutcome,
         /// Console bytes the worker did not send because the console cap was reached.
         console_dropped_bytes: u64,
+        /// The tool calls the program started whose answers had not arrived when it
+        /// ended (it never awaited them), in call order.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        unanswered_calls: Vec<u64>,
     },
 }
 
@@ -248,9 +252,11 @@ mod tests {
         ];
         for outcome in outcomes {
             let text = format!("{outcome:?}");
-            let buf = encode(&WorkerToHost::Finished { outcome, console_dropped_bytes: 4 }).unwrap();
+            let buf = encode(&WorkerToHost::Finished { outcome, console_dropped_bytes: 4, unanswered_calls: vec![3] })
+                .unwrap();
             match read_frame::<_, WorkerToHost>(&mut &buf[..], MAX_FRAME_BYTES).unwrap() {
-                WorkerToHost::Finished { outcome, console_dropped_bytes } => {
+                WorkerToHost::Finished { outcome, console_dropped_bytes, unanswered_calls } => {
+                    assert_eq!(unanswered_calls, vec![3]);
                     assert_eq!(format!("{outcome:?}"), text);
                     assert_eq!(console_dropped_bytes, 4);
                 }
@@ -291,9 +297,12 @@ mod tests {
 
     #[test]
     fn a_returned_null_stays_null() {
-        let buf =
-            encode(&WorkerToHost::Finished { outcome: WorkerOutcome::Returned(raw("null")), console_dropped_bytes: 0 })
-                .unwrap();
+        let buf = encode(&WorkerToHost::Finished {
+            outcome: WorkerOutcome::Returned(raw("null")),
+            console_dropped_bytes: 0,
+            unanswered_calls: Vec::new(),
+        })
+        .unwrap();
         match read_frame::<_, WorkerToHost>(&mut &buf[..], MAX_FRAME_BYTES).unwrap() {
             WorkerToHost::Finished { outcome: WorkerOutcome::Returned(value), .. } => assert_eq!(value.get(), "null"),
             other => panic!("unexpected {other:?}"),

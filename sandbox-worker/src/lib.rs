@@ -76,9 +76,11 @@ pub fn report_panics(channel: Option<std::os::fd::RawFd>) {
         match channel {
             Some(fd) => {
                 let outcome = protocol::WorkerOutcome::Internal(text);
-                if let Ok(frame) =
-                    protocol::frame::encode(&protocol::WorkerToHost::Finished { outcome, console_dropped_bytes: 0 })
-                {
+                if let Ok(frame) = protocol::frame::encode(&protocol::WorkerToHost::Finished {
+                    outcome,
+                    console_dropped_bytes: 0,
+                    unanswered_calls: Vec::new(),
+                }) {
                     // SAFETY: the channel descriptor stays open for the process's life;
                     // the borrow ends before the process does.
                     let fd = unsafe { std::os::fd::BorrowedFd::borrow_raw(fd) };
@@ -123,6 +125,7 @@ pub fn report_aborts(channel: std::os::fd::RawFd) {
     let report = protocol::frame::encode(&protocol::WorkerToHost::Finished {
         outcome: protocol::WorkerOutcome::MemoryLimit,
         console_dropped_bytes: 0,
+        unanswered_calls: Vec::new(),
     })
     .unwrap_or_default();
     let _ = ABORT_REPORT.set(report);

@@ -281,6 +281,8 @@ fn is_out_of_memory(js: &deno_core::error::JsError) -> bool {
 
 /// Sends the outcome and exits.
 fn finish(link: &HostLink, outcome: WorkerOutcome) -> ! {
-    link.send(&WorkerToHost::Finished { outcome, console_dropped_bytes: link.console_dropped() });
+    let mut unanswered_calls: Vec<u64> = link.pending.borrow().keys().copied().collect();
+    unanswered_calls.sort_unstable();
+    link.send(&WorkerToHost::Finished { outcome, console_dropped_bytes: link.console_dropped(), unanswered_calls });
     crate::exit_now(0)
 }

@@ -111,6 +111,17 @@ async def code_mode(config):
             check(sorted(v for v, _ in progress) == [1.0, 2.0, 3.0], f"one progress notification per finished call: {progress}")
             check(any(m == "tools.hello.greet answered" for _, m in progress), f"progress names the call: {progress}")
 
+            # Images go back to the agent as images, not as base64 in JSON text.
+            result = await execute(session, "return await tools.js.image()")
+            kinds = [(c.type, getattr(c, "text", None) or getattr(c, "data", None)) for c in result.content]
+            check(kinds == [("text", "a pixel"), ("image", "iVBORw0KGgo=")], f"a returned content list comes back as content: {kinds}")
+            check(result.content[1].mime_type == "image/png", f"the image keeps its type: {result.content[1]}")
+            result = await execute(session, 'const [, shot] = await tools.js.image(); return { title: "home", shot }')
+            check(text_of(result) == ['{"title":"home","shot":"[image 1: image/png, 12 bytes, attached]"}'], f"an image inside a value is a placeholder: {text_of(result)}")
+            check([c.type for c in result.content] == ["text", "image"], f"and an image of its own: {[c.type for c in result.content]}")
+            result = await execute(session, 'return { type: "image", mimeType: "image/png", data: "A".repeat(5000) }')
+            check([c.type for c in result.content] == ["text"] and "left out, more than the 2 KiB output cap allows" in text_of(result)[0], f"an image over the cap is a note, never cut: {text_of(result)}")
+
             result = await execute(session, 'const x = 1;\nthrow new TypeError("boom")')
             check(result.is_error, "a throwing program is an error result")
             check(text_of(result)[0].startswith("Error: the program threw TypeError: boom (line 2, column 7)"), f"error text: {text_of(result)}")
@@ -146,25 +157,52 @@ async def code_mode(config):
 
 
 async def separate_tools(config):
+    """Seed 000's names: each tool under its own name (`<plugin>_<tool>` only where two
+    plugins share one)."""
     params = StdioServerParameters(command=CODEMODE, args=["mcp", "--config", config, "--mode", "tools"])
     async with stdio_client(params) as (read, write):
         async with ClientSession(read, write) as session:
             init = await session.initialize()
-            check("`<plugin>__<tool>`" in init.instructions, "separate mode instructions")
+            check("each as a tool of its own under its own name" in init.instructions, "separate mode instructions")
+            names = [t.name for t in (await session.list_tools()).tools]
+            for name in ["greet", "word-count", "add", "typed", "forecast"]:
+                check(name in names, f"separate tool {name} in {names}")
+            check(not any("__" in n for n in names), f"no prefixed names by default: {names}")
+            tools = {t.name: t for t in (await session.list_tools()).tools}
+            check(tools["word-count"].output_schema["required"] == ["words", "lines", "top"], "separate tools keep their outputSchema")
+            check(tools["greet"].annotations.read_only_hint is True, "separate tools keep their annotations")
+            result = await session.call_tool("greet", {"name": "Bo"})
+            check(text_of(result) == ["Hello, Bo!"], f"greet: {text_of(result)}")
+            result = await session.call_tool("word-count", {"text": "a a b"})
+            check(result.structured_content == {"words": 3, "lines": 1, "top": [{"word": "a", "count": 2}, {"word": "b", "count": 1}, ]}, f"structured content: {result.structured_content}")
+            result = await session.call_tool("typed", {"count": "x"})
+            check(result.is_error and text_of(result)[0] == 'invalid input for js.typed: input.count: "x" is not of type "integer"', f"validation: {text_of(result)}")
+            result = await session.call_tool("text", {"text": "hi"})
+            check(result.is_error and "cannot ask (it does not support elicitation)" in text_of(result)[0], f"no elicitation: {text_of(result)}")
+    # Two plugins with a tool of the same name: both get their plugin's name in front.
+    shared = config.replace(".toml", "-shared.toml")
+    with open(config) as f, open(shared, "w") as out:
+        out.write(f.read().replace("[server]", '[server]\nmode = "tools"') + f'\n[[plugin]]\nname = "hello2"\nkind = "javascript"\npath = "{ROOT}/plugins/hello-tools"\n')
+    async with stdio_client(StdioServerParameters(command=CODEMODE, args=["mcp", "--config", shared])) as (read, write):
+        async with ClientSession(read, write) as session:
+            await session.initialize()
+            names = [t.name for t in (await session.list_tools()).tools]
+            check("hello_greet" in names and "hello2_greet" in names and "greet" not in names, f"shared names are prefixed: {names}")
+            result = await session.call_tool("hello2_greet", {"name": "Cy"})
+            check(text_of(result) == ["Hello, Cy!"], f"hello2_greet: {text_of(result)}")
+    # Seed 003's names, as a setting.
+    prefixed = config.replace(".toml", "-prefixed.toml")
+    with open(config) as f, open(prefixed, "w") as out:
+        out.write(f.read().replace("[server]", '[server]\nmode = "tools"\ntool_names = "prefixed"'))
+    async with stdio_client(StdioServerParameters(command=CODEMODE, args=["mcp", "--config", prefixed])) as (read, write):
+        async with ClientSession(read, write) as session:
+            init = await session.initialize()
+            check("`<plugin>__<tool>`" in init.instructions, "prefixed mode instructions")
             names = [t.name for t in (await session.list_tools()).tools]
             for name in ["hello__greet", "hello__word-count", "math__add", "js__typed", "weather__forecast"]:
-                check(name in names, f"separate tool {name} in {names}")
-            tools = {t.name: t for t in (await session.list_tools()).tools}
-            check(tools["hello__word-count"].output_schema["required"] == ["words", "lines", "top"], "separate tools keep their outputSchema")
-            check(tools["hello__greet"].annotations.read_only_hint is True, "separate tools keep their annotations")
+                check(name in names, f"prefixed tool {name} in {names}")
             result = await session.call_tool("hello__greet", {"name": "Bo"})
             check(text_of(result) == ["Hello, Bo!"], f"hello__greet: {text_of(result)}")
-            result = await session.call_tool("hello__word-count", {"text": "a a b"})
-            check(result.structured_content == {"words": 3, "lines": 1, "top": [{"word": "a", "count": 2}, {"word": "b", "count": 1}, ]}, f"structured content: {result.structured_content}")
-            result = await session.call_tool("js__typed", {"count": "x"})
-            check(result.is_error and text_of(result)[0] == 'invalid input for js.typed: input.count: "x" is not of type "integer"', f"validation: {text_of(result)}")
-            result = await session.call_tool("js__text", {"text": "hi"})
-            check(result.is_error and "cannot ask (it does not support elicitation)" in text_of(result)[0], f"no elicitation: {text_of(result)}")
 
 
 async def over_http(config):
@@ -194,8 +232,42 @@ async def over_http(config):
         server.wait(timeout=10)
 
 
+async def large_catalog():
+    """Past `catalog_budget`, the description lists plugins and programs search."""
+    folder = tempfile.mkdtemp(prefix="codemode-mcp-catalog-")
+    config = os.path.join(folder, "codemode.toml")
+    with open(config, "w") as f:
+        f.write(f"""example_tools = true
+
+[server]
+catalog_budget = 600
+
+[[plugin]]
+name = "hello"
+kind = "javascript"
+path = "{ROOT}/plugins/hello-tools"
+summary = "Greetings and word counts."
+""")
+    params = StdioServerParameters(command=CODEMODE, args=["mcp", "--config", config])
+    async with stdio_client(params) as (read, write):
+        async with ClientSession(read, write) as session:
+            await session.initialize()
+            description = (await session.list_tools()).tools[0].description
+            check("interface Tools" not in description, "past the budget nothing is declared in full")
+            check("too many to declare here" in description and 'tools.$search("what the tool should do")' in description, "the description says how to search")
+            check(re.search(r"- tools\.hello \(\d+ tools\): Greetings and word counts\. — .*greet", description), f"plugins are listed with their summary and tool names: {description[-400:]}")
+            result = await execute(session, 'const [hit] = await tools.$search("say hello to someone by name", { limit: 1 }); return { call: hit.call, declaration: hit.declaration, answer: await tools[hit.plugin][hit.tool]({ name: "Ann" }) }')
+            found = json.loads(text_of(result)[0])
+            check(found["call"] == "tools.hello.greet" and "tools.hello.greet(input: {" in found["declaration"], f"search finds the tool with its declaration: {found}")
+            check(found["answer"] == "Hello, Ann!", f"and the program calls what it found: {found}")
+            result = await execute(session, 'tools.math.add({ a: "x" }); return "sent"')
+            check(not result.is_error and text_of(result)[0] == "sent", f"a program that returns first still returns: {text_of(result)}")
+            check(len(text_of(result)) == 2 and text_of(result)[1].startswith("[1 tool call was never awaited: the program returned while it was running; 1 failed: tools.math.add: invalid input for math.add"), f"the call never awaited is named: {text_of(result)}")
+
+
 async def main():
     config = config_file()
+    await large_catalog()
     await code_mode(config)
     await separate_tools(config)
     await over_http(config)

@@ -111,7 +111,8 @@ async def code_mode(config):
                 '"word-count"(input: {',
                 "minLength?: number;",
                 "echo(input: {",
-                "/** What to echo */",
+                "       * What to echo\n       * At least 1 character.\n",
+                "/** Integer, 1 to 5. Default: `1`. */",
                 "slug(input: {",
                 "deploy_status(input: {",
             ]:
@@ -140,9 +141,11 @@ async def code_mode(config):
             check(any("tool slug of plugin plico (it publishes the slug)" in m for m in asked), f"the reason is shown: {asked}")
 
             # Podcode ctx.ask through host/approve; an accepted call returns its attachment.
-            content = await execute(session, 'return await tools.deploy.rollback({ service: "api" })')
-            check(isinstance(content, list) and content[0] == {"type": "text", "text": "would roll api back"}, f"rollback content: {content}")
-            check(content[1]["type"] == "image" and content[1]["mimeType"] == "image/png", f"the attachment is image content: {content}")
+            # The returned content list reaches the agent as content: its text, then the image.
+            result = await session.call_tool("execute", {"code": 'return await tools.deploy.rollback({ service: "api" })'})
+            blocks = [(c.type, getattr(c, "text", None) or getattr(c, "data", None)) for c in result.content]
+            check(not result.is_error and blocks == [("text", "would roll api back"), ("image", "iVBORw0KGgo=")], f"rollback content: {blocks}")
+            check(result.content[1].mime_type == "image/png", f"the attachment is image content: {result.content[1]}")
             check(any('The tool rollback of plugin deploy asks: Allow tool rollback the "deploy" permission for api?' in m for m in asked), f"ctx.ask reached the person: {asked}")
             refused = await execute(session, 'try { await tools.deploy.rollback({ service: "web" }) } catch (e) { return e.message }')
             check(refused == "the person did not allow deploy: the person declined", f"a refused ctx.ask throws in the tool: {refused}")
@@ -158,9 +161,10 @@ async def separate_tools(config):
         async with ClientSession(read, write) as session:
             await session.initialize()
             tools = {t.name: t for t in (await session.list_tools()).tools}
-            check("bot__echo" in tools and "bot__touch" not in tools, f"a hidden tool is not listed: {sorted(tools)}")
-            check(tools["bot__echo"].input_schema["properties"]["times"]["default"] == 1, "zod's default reaches the MCP schema")
-            result = await session.call_tool("words__word-count", {"text": "one two three"})
+            # bot and js both have an echo: each gets its plugin's name in front.
+            check("bot_echo" in tools and "js_echo" in tools and "touch" not in tools, f"a hidden tool is not listed: {sorted(tools)}")
+            check(tools["bot_echo"].input_schema["properties"]["times"]["default"] == 1, "zod's default reaches the MCP schema")
+            result = await session.call_tool("word-count", {"text": "one two three"})
             check(result.structured_content == {"words": 3}, f"zod output as structured content: {result.structured_content}")
 
 

@@ -67,6 +67,10 @@ pub(super) async fn serve_call(
     tool: String,
     input: Box<RawValue>,
 ) -> (u64, ToolAnswer) {
+    if plugin == super::builtin::BUILTIN_PLUGIN {
+        let catalog = Arc::clone(&scope.current.read().unwrap_or_else(|p| p.into_inner()));
+        return (call_id, super::builtin::answer(&catalog, &tool, input.get()));
+    }
     let found = scope.find(&plugin, &tool).await;
     let CallScope { caller, hooks, .. } = &*scope;
     let caller = Arc::clone(caller);

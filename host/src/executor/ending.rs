@@ -95,6 +95,7 @@ pub(super) fn without_worker(started: Instant, kind: OutcomeKind) -> Outcome {
         tool_calls: 0,
         elapsed: started.elapsed(),
         sandbox_missing: Vec::new(),
+        unawaited_calls: Vec::new(),
     }
 }
 

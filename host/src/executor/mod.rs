@@ -15,6 +15,7 @@
 //! the channel ends that program with its own outcome, and the next program runs in a
 //! new worker.
 
+mod builtin;
 mod calls;
 mod ending;
 mod session;
@@ -374,6 +375,7 @@ impl Executor {
             tool_calls: session.tool_calls,
             elapsed: started.elapsed(),
             sandbox_missing: self.launcher.missing_layers(),
+            unawaited_calls: session.unawaited,
         }
     }
 

@@ -3,6 +3,7 @@
 //! console, enforces the wall clock and the budgets of tool calls and tool data in
 //! flight, and stops at the outcome (or at the first protocol violation).
 
+use std::collections::{HashMap, VecDeque};
 use std::os::fd::OwnedFd;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -18,6 +19,7 @@ use tokio_util::sync::CancellationToken;
 use super::calls::{serve_call, CallScope};
 use super::ending::Ended;
 use crate::limits::Limits;
+use crate::outcome::UnawaitedCall;
 
 /// Tool data in flight across every program of one executor.
 #[derive(Debug)]
@@ -93,6 +95,8 @@ pub(super) struct Session {
     pub(super) tool_calls: u64,
     /// True once the worker sent anything (a tool call, a console line, its outcome).
     pub(super) heard_from_worker: bool,
+    /// The calls still running when the program returned, as they ended.
+    pub(super) unawaited: Vec<UnawaitedCall>,
     shared_budget: Arc<SharedToolBudget>,
 }
 
@@ -126,6 +130,7 @@ impl Session {
             console,
             tool_calls: 0,
             heard_from_worker: false,
+            unawaited: Vec::new(),
             shared_budget,
         }
     }
@@ -147,7 +152,12 @@ impl Session {
         }
         let deadline = tokio::time::sleep(self.limits.wall_clock);
         tokio::pin!(deadline);
-        let mut calls: FuturesUnordered<BoxFuture<'static, (u64, ToolAnswer, u64)>> = FuturesUnordered::new();
+        let mut calls: FuturesUnordered<BoxFuture<'static, CallEnd>> = FuturesUnordered::new();
+        // The name of each call in flight, by id, and how the last calls ended: for the
+        // calls a program never awaited.
+        let mut names: HashMap<u64, String> = HashMap::new();
+        let mut recent: VecDeque<UnawaitedCall> = VecDeque::new();
+        let mut recent_ids: VecDeque<u64> = VecDeque::new();
         // The budget of tool data in flight: inputs of the calls in flight (as
         // `json_cost` counts them) plus answers queued for the worker and not written yet.
         let budget = self.limits.tool_bytes_in_flight;
@@ -167,6 +177,12 @@ impl Session {
                     }
                 }
                 Some((call_id, answer, cost)) = calls.next(), if !calls.is_empty() => {
+                    if recent.len() == RECENT_CALLS {
+                        recent.pop_front();
+                        recent_ids.pop_front();
+                    }
+                    recent.push_back(UnawaitedCall::ended(names.remove(&call_id).unwrap_or_default(), &answer));
+                    recent_ids.push_back(call_id);
                     inputs_in_flight = inputs_in_flight.saturating_sub(cost);
                     let answer = within_budget(answer, budget);
                     if let Err(e) = to_worker.queue_to_worker(&HostToWorker::ToolAnswer { call_id, answer }) {
@@ -208,6 +224,7 @@ impl Session {
                             None => {
                                 inputs_in_flight += cost;
                                 let hold = SharedHold { budget: Arc::clone(&self.shared_budget), cost };
+                                names.insert(call_id, call_label(&plugin, &tool));
                                 let call = serve_call(Arc::clone(&self.calls), self.cancel.child_token(), call_id, plugin, tool, input);
                                 calls.push(call.map(move |(id, answer)| {
                                     drop(hold);
@@ -217,7 +234,21 @@ impl Session {
                         }
                     }
                     Ok(WorkerToHost::Console { level, text }) => self.console.push(level, &text),
-                    Ok(WorkerToHost::Finished { outcome, console_dropped_bytes }) => return Ended::Finished(outcome, console_dropped_bytes),
+                    Ok(WorkerToHost::Finished { outcome, console_dropped_bytes, unanswered_calls }) => {
+                        if !unanswered_calls.is_empty() {
+                            // Answered already (on their way to the worker), or still running here.
+                            let (done, running): (Vec<u64>, Vec<u64>) = unanswered_calls.into_iter().partition(|id| !names.contains_key(id));
+                            let running: std::collections::HashSet<u64> = running.into_iter().collect();
+                            self.unawaited = done
+                                .iter()
+                                .filter_map(|id| recent_ids.iter().position(|r| r == id).map(|i| recent[i].clone()))
+                                .collect();
+                            names.retain(|id, _| running.contains(id));
+                            let still = self.settle_unawaited(calls, names, &mut deadline).await;
+                            self.unawaited.extend(still);
+                        }
+                        return Ended::Finished(outcome, console_dropped_bytes);
+                    }
                     Err(e) if e.is_disconnect() => return Ended::Disconnected(e.to_string()),
                     Err(e) => return Ended::Broken(format!("the worker sent an invalid message: {e}")),
                 },
@@ -226,14 +257,68 @@ impl Session {
     }
 }
 
+/// How many answered calls the host remembers, for a program that ends without
+/// awaiting them (their answers may still be on their way to the worker).
+const RECENT_CALLS: usize = 1024;
+
+/// A finished call: its id, its answer, and the input cost it held.
+type CallEnd = (u64, ToolAnswer, u64);
+
+/// `tools.<plugin>.<tool>` as the program wrote it (`tools.$search` for the built-in).
+fn call_label(plugin: &str, tool: &str) -> String {
+    if plugin == super::builtin::BUILTIN_PLUGIN {
+        format!("tools.${tool}")
+    } else {
+        format!("tools{}{}", crate::typescript::access_path(plugin), crate::typescript::access_path(tool))
+    }
+}
+
 impl Session {
+    /// The program returned while `calls` were still running: lets them run to their
+    /// end (a call the program started is one the agent asked for, and may change
+    /// something), within the program's wall clock, and records how each ended, so
+    /// that the outcome names them instead of swallowing them.
+    async fn settle_unawaited(
+        &self,
+        mut calls: FuturesUnordered<BoxFuture<'static, CallEnd>>,
+        mut names: HashMap<u64, String>,
+        deadline: &mut std::pin::Pin<&mut tokio::time::Sleep>,
+    ) -> Vec<UnawaitedCall> {
+        let mut ended = Vec::new();
+        loop {
+            tokio::select! {
+                biased;
+                () = self.cancel.cancelled() => break,
+                () = deadline.as_mut() => break,
+                next = calls.next() => match next {
+                    // A call the worker did await (answered after the program ended but
+                    // before its outcome arrived) is not in `names`.
+                    Some((id, answer, _)) => {
+                        if let Some(call) = names.remove(&id) {
+                            ended.push(UnawaitedCall::ended(call, &answer));
+                        }
+                        if names.is_empty() {
+                            return ended;
+                        }
+                    }
+                    None => return ended,
+                },
+            }
+        }
+        // What is left is stopped when `calls` is dropped.
+        let mut stopped: Vec<(u64, String)> = names.into_iter().collect();
+        stopped.sort();
+        ended.extend(stopped.into_iter().map(|(_, call)| UnawaitedCall { call, failure: None, stopped: true }));
+        ended
+    }
+
     /// The worker stopped reading (it may have finished while an answer was on its way):
     /// reads what it still sent, which may be its outcome, before calling it gone.
     async fn drain(&mut self, from_worker: &mut protocol::FromWorker, why: String) -> Ended {
         let drained = tokio::time::timeout(DRAIN_TIMEOUT, async {
             loop {
                 match from_worker.recv_from_worker().await {
-                    Ok(WorkerToHost::Finished { outcome, console_dropped_bytes }) => {
+                    Ok(WorkerToHost::Finished { outcome, console_dropped_bytes, .. }) => {
                         return Some(Ended::Finished(outcome, console_dropped_bytes))
                     }
                     Ok(WorkerToHost::Console { level, text }) => {

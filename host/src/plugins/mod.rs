@@ -72,6 +72,8 @@ pub struct PluginHost {
     base: Catalog,
     /// Tools the configuration marks as needing approval, by plugin (`"*"`: all).
     approvals: std::collections::HashMap<String, Vec<String>>,
+    /// One-line summaries by plugin, from the configuration.
+    summaries: std::collections::HashMap<String, String>,
     /// The scopes offered (tools of other scopes are left out).
     scopes: Vec<String>,
     /// The executor whose catalog this host keeps current ([`PluginHost::keep_current`]).
@@ -148,6 +150,7 @@ impl PluginHost {
             mcp: Vec::new(),
             base,
             approvals: Default::default(),
+            summaries: Default::default(),
             scopes: Vec::new(),
             executor: Mutex::new(Weak::new()),
             rebuilding: tokio::sync::Mutex::new(()),
@@ -159,6 +162,12 @@ impl PluginHost {
     /// every tool of the plugin), on top of what the plugins themselves mark.
     pub fn with_approvals(mut self, approvals: std::collections::HashMap<String, Vec<String>>) -> Self {
         self.approvals = approvals;
+        self
+    }
+
+    /// Gives plugins their one-line summaries (shown for large catalogs), by plugin.
+    pub fn with_summaries(mut self, summaries: std::collections::HashMap<String, String>) -> Self {
+        self.summaries = summaries;
         self
     }
 
@@ -270,6 +279,9 @@ impl PluginHost {
                     }
                 }
             }
+        }
+        for (plugin, summary) in &self.summaries {
+            catalog.set_summary(plugin, summary);
         }
         for p in problems.iter().filter(|p| p.severity != Severity::Note) {
             tracing::warn!("plugin {}: {}", p.plugin, p.reason);

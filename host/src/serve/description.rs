@@ -3,79 +3,199 @@
 //!
 //! The description is the whole contract of code mode for the model: what a program may
 //! do, the two forms it may take, the limits in force with their values, how results and
-//! failures come back, the output cap, and then every tool the program may call, as
-//! TypeScript declarations ([`crate::typescript`]). It is rebuilt from the current
-//! catalog whenever the tool list is read, so it always matches what programs can call.
+//! failures come back, the output cap, and then the tools the program may call. It is
+//! rebuilt from the current catalog whenever the tool list is read, so it always
+//! matches what programs can call.
+//!
+//! How the tools are shown depends on the catalog's size ([`CatalogBudget`]): while
+//! their TypeScript declarations ([`crate::typescript`]) fit the budget, every tool is
+//! declared in full (seed 000's rule); past it, each plugin gets one line (its summary
+//! and tool names) and the program finds declarations with `tools.$search`, so a
+//! thousand tools do not cost every session a quarter of a million characters.
 
+use serde_json::Value;
+
+use crate::config::{CatalogBudget, ServerMode, ToolNames};
 use crate::limits::{human_bytes, human_duration, Limits};
-use crate::tool::{Approval, Catalog};
+use crate::tool::{Approval, Catalog, Tool};
 use crate::typescript::access_path;
 
+/// The plugin listing of a large catalog grows to at most this many times the budget;
+/// past it, the remaining plugins show their tool count only.
+const LISTING_BUDGET_FACTOR: usize = 4;
+
 /// The `execute` tool's description for `catalog` under `limits`, with results cut at
-/// `output_bytes`.
-pub fn execute_description(catalog: &Catalog, limits: &Limits, output_bytes: usize) -> String {
-    let asking = |level: Approval| -> Vec<String> {
-        catalog
-            .plugins()
-            .flat_map(|(plugin, tools)| {
-                tools
-                    .filter(|t| t.definition.requires_approval == level)
-                    .map(|t| format!("tools{}{}", access_path(plugin), access_path(&t.definition.name)))
-                    .collect::<Vec<_>>()
-            })
-            .collect()
+/// `output_bytes` and the tools declared in full while they fit `budget`.
+pub fn execute_description(catalog: &Catalog, limits: &Limits, output_bytes: usize, budget: CatalogBudget) -> String {
+    let declarations = crate::typescript::declarations(catalog);
+    let tool_count: usize = catalog.plugins().map(|(_, tools)| tools.filter(|t| !t.definition.hidden).count()).sum();
+    let tools_section = match budget {
+        CatalogBudget::Chars(limit) if declarations.len() > limit => large_catalog(catalog, tool_count, limit),
+        _ => format!(
+            "The {tool_count} tools, as TypeScript declarations (`tools` is `Tools`):\n\n```ts\n{declarations}```"
+        ),
     };
-    let mut approval_note = String::new();
-    for (level, when) in
-        [(Approval::Always, "each call"), (Approval::OncePerSession, "their first call in this session")]
-    {
-        let tools = asking(level);
-        if !tools.is_empty() {
-            approval_note.push_str(&format!(
-                "\nThese tools ask a person to approve {when} first; a declined call rejects with an Error saying so: {}.\n",
-                tools.join(", ")
-            ));
-        }
-    }
-    let tool_count: usize = catalog.plugins().map(|(_, tools)| tools.count()).sum();
     format!(
         r#"Runs a JavaScript program that calls tools, and returns what the program returns.
 
 Write the program as the body of an async function (use `await` and `return`), or as one expression such as an async arrow function `async (tools) => ...`, which is called with `tools`; TypeScript, a Markdown code fence around the program, `export default` of such a function, and a last expression without `return` (whose value is returned) work too. Call a tool as `await tools.<plugin>.<tool>(input)`; names with characters other than letters, digits, `_` and `$` are also reachable with `_` in their place (`tools.my_db.search_rows` for plugin my-db, tool search-rows). Calls started together run together: use `Promise.all` for independent calls, and loop, filter and combine results in the program so that only what you need comes back.
 
 Example:
-const [oslo, rome] = await Promise.all([tools.weather.forecast({{ city: "Oslo" }}), tools.weather.forecast({{ city: "Rome" }})]);
-return {{ warmer: oslo.high_c > rome.high_c ? "Oslo" : "Rome" }};
-
+{example}
 The program runs in a sandboxed JavaScript runtime with the language and nothing else: no files, network, timers, modules, `fetch` or `require`; tools are its only way out. `console.log` (and warn, error) output comes back after the result.
 
 Limits: {memory} of memory; {cpu} of JavaScript between two tool answers (waiting for tools does not count); {wall} in all; {console} of console output; at most {in_flight} tool calls in flight at once. A program that waits for a promise nothing will settle fails at once.
 
-Results: the returned value as JSON text (a string as it is), then the console output. A result longer than {output} is cut to fit, keeping the JSON valid, with a marker that says what was cut: return less (filter, slice, pick fields) rather than more. A failed program (an uncaught error with its stack, a limit with its value, a stuck promise, a crash) is an error result whose text says why.
-
-A tool call resolves with the tool's structured result when its declaration below has a return type, otherwise with its text (JSON.parse it if it is JSON), or with its content list when the result holds anything but text (images, audio, resources). A failed call rejects with an Error whose message is the tool's message: catch it to try something else.
+Results: the returned value as JSON text (a string as it is), then the console output. A result longer than {output} is cut to fit, keeping the JSON valid, with a marker that says what was cut: return less (filter, slice, pick fields) rather than more. A failed program (an uncaught error with its stack, a limit with its value, a stuck promise, a crash) is an error result whose text says why. A failed tool call rejects with an Error whose message is the tool's: catch it to try something else.
 {approval_note}
-The {tool_count} tools, as TypeScript declarations (`tools` is `Tools`):
-
-```ts
-{declarations}```"#,
+{tools_section}"#,
+        example = example_program(catalog),
         memory = human_bytes(limits.memory_bytes),
         cpu = human_duration(limits.cpu_step),
         wall = human_duration(limits.wall_clock),
         console = human_bytes(limits.console_bytes),
         in_flight = limits.tool_calls_in_flight,
         output = human_bytes(output_bytes as u64),
-        declarations = crate::typescript::declarations(catalog),
+        approval_note = approval_note(catalog),
     )
+}
+
+/// Which tools ask a person first, by level; empty when none do.
+fn approval_note(catalog: &Catalog) -> String {
+    let asking = |level: Approval| -> Vec<String> {
+        catalog
+            .plugins()
+            .flat_map(|(plugin, tools)| {
+                tools
+                    .filter(|t| t.definition.requires_approval == level && !t.definition.hidden)
+                    .map(|t| format!("tools{}{}", access_path(plugin), access_path(&t.definition.name)))
+                    .collect::<Vec<_>>()
+            })
+            .collect()
+    };
+    let mut note = String::new();
+    for (level, when) in
+        [(Approval::Always, "each call"), (Approval::OncePerSession, "their first call in this session")]
+    {
+        let tools = asking(level);
+        if !tools.is_empty() {
+            note.push_str(&format!(
+                "\nThese tools ask a person to approve {when} first; a declined call rejects with an Error saying so: {}.\n",
+                tools.join(", ")
+            ));
+        }
+    }
+    note
+}
+
+/// The tools section of a catalog too large to declare: how to search it, then each
+/// plugin with its summary and tool names.
+fn large_catalog(catalog: &Catalog, tool_count: usize, budget: usize) -> String {
+    let plugins: Vec<(&str, Vec<&Tool>)> = catalog
+        .plugins()
+        .map(|(plugin, tools)| (plugin, tools.filter(|t| !t.definition.hidden).collect::<Vec<_>>()))
+        .filter(|(_, tools)| !tools.is_empty())
+        .collect();
+    let mut text = format!(
+        r#"There are {tool_count} tools in {plugins} plugins, too many to declare here. Find the ones you need inside the program, then call them in the same program: `await tools.$search("what the tool should do")` resolves with the best matches, best first, each `{{ call, plugin, tool, description, declaration }}` where `declaration` is its TypeScript declaration (read its input and what it resolves with there); `tools.$search(query, {{ plugin: "name", limit: 10 }})` searches one plugin or returns more (at most 50). Return the declarations you need when you want to read them before calling. A tool declared `Promise<string>` resolves with its text (`JSON.parse` it when it holds JSON); one whose result holds an image, audio or a resource resolves with its MCP content list.
+
+The plugins and their tools:
+"#,
+        plugins = plugins.len()
+    );
+    let room = budget.saturating_mul(LISTING_BUDGET_FACTOR);
+    for (plugin, tools) in plugins {
+        let summary = catalog.summary(plugin).map(|s| format!(": {s}")).unwrap_or_default();
+        let names: Vec<&str> = tools.iter().map(|t| t.definition.name.as_str()).collect();
+        let full = format!("- tools{} ({} tools){summary} — {}\n", access_path(plugin), names.len(), names.join(", "));
+        if text.len() + full.len() <= room {
+            text.push_str(&full);
+        } else {
+            text.push_str(&format!("- tools{} ({} tools){summary}\n", access_path(plugin), names.len()));
+        }
+    }
+    text
+}
+
+/// A two-call example with a tool the catalog really has (inputs made from its
+/// schema), or a generic one naming no tool when the catalog is empty.
+fn example_program(catalog: &Catalog) -> String {
+    let Some((plugin, tool)) = catalog
+        .plugins()
+        .flat_map(|(plugin, tools)| tools.filter(|t| !t.definition.hidden).map(move |t| (plugin, t)))
+        .max_by_key(|(_, t)| (t.definition.requires_approval.is_never(), t.definition.output_schema.is_some()))
+    else {
+        return "const [a, b] = await Promise.all([tools.<plugin>.<tool>(inputA), tools.<plugin>.<tool>(inputB)]);\nreturn { a, b };\n".to_string();
+    };
+    let call = format!("tools{}{}", access_path(plugin), access_path(&tool.definition.name));
+    let input = |n: usize| sample_input(&tool.definition.input_schema, n);
+    format!(
+        "const [first, second] = await Promise.all([{call}({}), {call}({})]);\nreturn {{ first, second }};\n",
+        input(0),
+        input(1)
+    )
+}
+
+/// An input for `schema` written as JavaScript: its required properties (at most
+/// three) with values from their `const`, `enum`, `examples` or `default`, or a
+/// placeholder of their type (`"city 1"` for a string named city); `n` picks a
+/// different example where there are several.
+fn sample_input(schema: &Value, n: usize) -> String {
+    let required: Vec<&str> =
+        schema.get("required").and_then(Value::as_array).into_iter().flatten().filter_map(Value::as_str).collect();
+    let properties = schema.get("properties").and_then(Value::as_object);
+    let fields: Vec<String> = required
+        .iter()
+        .take(3)
+        .map(|name| {
+            let property = properties.and_then(|p| p.get(*name)).unwrap_or(&Value::Null);
+            let key = if access_path(name) == format!(".{name}") {
+                (*name).to_string()
+            } else {
+                Value::String((*name).into()).to_string()
+            };
+            format!("{key}: {}", sample_value(name, property, n))
+        })
+        .collect();
+    if fields.is_empty() {
+        String::new()
+    } else {
+        format!("{{ {} }}", fields.join(", "))
+    }
+}
+
+fn sample_value(name: &str, schema: &Value, n: usize) -> String {
+    let pick = |values: &Vec<Value>| values.get(n % values.len().max(1)).map(Value::to_string);
+    if let Some(value) = schema.get("const") {
+        return value.to_string();
+    }
+    for key in ["enum", "examples"] {
+        if let Some(text) = schema.get(key).and_then(Value::as_array).filter(|v| !v.is_empty()).and_then(pick) {
+            return text;
+        }
+    }
+    if let Some(value) = schema.get("default") {
+        return value.to_string();
+    }
+    match schema.get("type").and_then(Value::as_str) {
+        Some("integer" | "number") => {
+            let low = schema.get("minimum").and_then(Value::as_f64).unwrap_or(1.0);
+            format!("{}", low + n as f64)
+        }
+        Some("boolean") => "true".into(),
+        Some("array") => "[]".into(),
+        Some("object") => "{}".into(),
+        _ => Value::String(format!("{name} {}", n + 1)).to_string(),
+    }
 }
 
 /// The server's instructions: how to use codemode, then each enabled plugin's rules
 /// under a heading with its name (`rules` comes from the configuration).
-pub fn instructions(rules: &str, code_mode: bool) -> String {
-    let intro = if code_mode {
-        "codemode gives you one tool, `execute`, which runs a JavaScript program that calls the plugin tools declared in its description. Prefer one program that does the whole task (calls, filtering, combining) over many small ones."
-    } else {
-        "codemode gives you the plugin tools, each as a tool named `<plugin>__<tool>`."
+pub fn instructions(rules: &str, mode: ServerMode, names: ToolNames) -> String {
+    let intro = match (mode, names) {
+        (ServerMode::Code, _) => "codemode gives you one tool, `execute`, which runs a JavaScript program that calls the plugin tools declared in its description. Prefer one program that does the whole task (calls, filtering, combining) over many small ones.",
+        (ServerMode::Tools, ToolNames::Own) => "codemode gives you the plugin tools, each as a tool of its own under its own name (`<plugin>_<tool>` where two plugins have a tool of the same name).",
+        (ServerMode::Tools, ToolNames::Prefixed) => "codemode gives you the plugin tools, each as a tool named `<plugin>__<tool>`.",
     };
     if rules.trim().is_empty() {
         intro.to_string()
@@ -87,7 +207,7 @@ pub fn instructions(rules: &str, code_mode: bool) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::tool::{Tool, ToolDefinition, ToolResult};
+    use crate::tool::{ToolDefinition, ToolResult};
     use serde_json::json;
 
     fn catalog() -> Catalog {
@@ -106,7 +226,7 @@ mod tests {
 
     #[test]
     fn the_description_states_the_limits_the_cap_and_every_tool() {
-        let text = execute_description(&catalog(), &Limits::default(), 64 * 1024);
+        let text = execute_description(&catalog(), &Limits::default(), 64 * 1024, CatalogBudget::DEFAULT);
         assert!(text.contains("Limits: 256 MiB of memory; 10 s of JavaScript between two tool answers (waiting for tools does not count); 15 min in all; 64 KiB of console output"), "{text}");
         assert!(text.contains("A result longer than 64 KiB is cut to fit"), "{text}");
         assert!(text.contains("These tools ask a person to approve each call first; a declined call rejects with an Error saying so: tools.notes.delete."), "{text}");
@@ -115,12 +235,74 @@ mod tests {
         assert!(text.trim_end().ends_with("```"), "{text}");
     }
 
+    /// Sentences of a text, for finding repeats.
+    fn sentences(text: &str) -> Vec<String> {
+        text.split(['.', '\n']).map(str::trim).filter(|s| s.len() > 20).map(str::to_string).collect()
+    }
+
+    #[test]
+    fn the_example_calls_a_tool_that_exists_and_no_sentence_is_written_twice() {
+        let text = execute_description(&catalog(), &Limits::default(), 64 * 1024, CatalogBudget::DEFAULT);
+        assert!(
+            text.contains("Example:\nconst [first, second] = await Promise.all([tools.weather.forecast({ city: \"city 1\" }), tools.weather.forecast({ city: \"city 2\" })]);\nreturn { first, second };\n"),
+            "{text}"
+        );
+        let empty = execute_description(&Catalog::new(), &Limits::default(), 64 * 1024, CatalogBudget::DEFAULT);
+        assert!(empty.contains("tools.<plugin>.<tool>(inputA)"), "{empty}");
+        let all = sentences(&text);
+        for (i, sentence) in all.iter().enumerate() {
+            assert!(!all[..i].contains(sentence), "written twice: {sentence:?}");
+        }
+    }
+
+    /// A catalog of `plugins` × `tools` tools with long schemas.
+    fn large(plugins: usize, tools: usize) -> Catalog {
+        let mut catalog = Catalog::new();
+        for p in 0..plugins {
+            for t in 0..tools {
+                let definition = ToolDefinition::new(
+                    format!("tool_{t}"),
+                    "Does one thing of many, described at some length so that declarations grow as real ones do.",
+                    json!({ "type": "object", "properties": { "query": { "type": "string", "description": "What to look for, in words." }, "limit": { "type": "integer", "minimum": 1, "maximum": 100 } }, "required": ["query"] }),
+                );
+                catalog
+                    .add(&format!("plugin{p}"), Tool::from_fn(definition, |_, _| async { ToolResult::text("x") }))
+                    .unwrap();
+            }
+            catalog.set_summary(&format!("plugin{p}"), &format!("Plugin number {p}.\nMore lines are not shown."));
+        }
+        catalog
+    }
+
+    #[test]
+    fn past_the_budget_plugins_are_listed_and_programs_search() {
+        let catalog = large(40, 25);
+        let full = execute_description(&catalog, &Limits::default(), 64 * 1024, CatalogBudget::Unlimited);
+        assert!(full.contains("The 1000 tools, as TypeScript declarations"));
+        let text = execute_description(&catalog, &Limits::default(), 64 * 1024, CatalogBudget::DEFAULT);
+        assert!(text.contains("There are 1000 tools in 40 plugins, too many to declare here."), "{text}");
+        assert!(text.contains("`await tools.$search(\"what the tool should do\")`"), "{text}");
+        assert!(text.contains("- tools.plugin0 (25 tools): Plugin number 0. — tool_0, tool_1, tool_10,"), "{text}");
+        assert!(!text.contains("```ts"), "no declarations past the budget");
+        assert!(full.len() > 10 * text.len(), "{} vs {}", full.len(), text.len());
+        // The listing stops naming tools at four times the budget; every plugin is still there.
+        let tight = execute_description(&catalog, &Limits::default(), 64 * 1024, CatalogBudget::Chars(1_000));
+        assert!(tight.contains("- tools.plugin9 (25 tools): Plugin number 9.\n"), "{tight}");
+        assert!(tight.contains("- tools.plugin0 (25 tools): Plugin number 0. — tool_0,"), "{tight}");
+        // Below the budget, the seed's rule holds unchanged.
+        let small = large(2, 2);
+        assert!(execute_description(&small, &Limits::default(), 64 * 1024, CatalogBudget::DEFAULT)
+            .contains("The 4 tools, as TypeScript declarations"));
+    }
+
     #[test]
     fn instructions_carry_the_rules_under_their_headings() {
         assert_eq!(
-            instructions("## notes\n\nCite ids.\n", true).split("\n\n# Plugin rules\n\n").nth(1),
+            instructions("## notes\n\nCite ids.\n", ServerMode::Code, ToolNames::Own)
+                .split("\n\n# Plugin rules\n\n")
+                .nth(1),
             Some("## notes\n\nCite ids.")
         );
-        assert!(!instructions("", false).contains("Plugin rules"));
+        assert!(!instructions("", ServerMode::Tools, ToolNames::Own).contains("Plugin rules"));
     }
 }

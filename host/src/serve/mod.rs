@@ -6,11 +6,13 @@
 //! - [`description`]: the texts the model reads (the `execute` description and the
 //!   instructions with every plugin's rules);
 //! - [`cut`]: shrinking outputs to the configured cap, keeping JSON valid;
+//! - [`media`]: images and audio in a returned value, attached as MCP content;
 //! - [`http`]: the streamable HTTP listener with its bearer-token check.
 
 pub mod cut;
 pub mod description;
 pub mod http;
+pub mod media;
 pub mod server;
 
 pub use server::CodemodeServer;

@@ -7,9 +7,10 @@
 //!   request's token, which kills the worker and cancels its tool calls at their
 //!   plugins. With a progress token, each finished tool call sends a progress
 //!   notification.
-//! - **Separate tools mode**: each plugin tool is an MCP tool named `<plugin>__<tool>`
-//!   with its own schemas and annotations, called directly (no worker), with the same
-//!   checks as a program's call.
+//! - **Separate tools mode**: each plugin tool is an MCP tool of its own, under its own
+//!   name (`<plugin>_<tool>` where two plugins share one; `<plugin>__<tool>` for every
+//!   tool with `tool_names = "prefixed"`), with its own schemas and annotations, called
+//!   directly (no worker), with the same checks as a program's call.
 //! - **Approvals** ([`Approvals`]), in both modes: a call to a tool marked
 //!   `requires_approval` asks the person through MCP elicitation first.
 //! - When the catalog changes, every connected client gets
@@ -31,12 +32,12 @@ use tokio::sync::Semaphore;
 
 use super::cut::{cut_json, cut_text};
 use super::description::{execute_description, instructions};
-use crate::config::{ServerConfig, ServerMode};
+use crate::config::{ServerConfig, ServerMode, ToolNames};
 use crate::executor::{CallHooks, Executor, Program};
 use crate::limits::Limits;
 use crate::outcome::{Outcome, OutcomeKind};
 use crate::tool::{
-    Approval, ApprovalAnswer, ApprovalQuestion, Approver, CallContext, Caller, Content, Tool, ToolResult,
+    Approval, ApprovalAnswer, ApprovalQuestion, Approver, CallContext, Caller, Catalog, Content, Tool, ToolResult,
 };
 
 /// The name of the code-mode tool.
@@ -71,7 +72,7 @@ impl CodemodeServer {
     /// A server running programs on `executor` under `limits`, presenting the tools as
     /// `config` says, with `rules` (each plugin's, under its heading) as instructions.
     pub fn new(executor: Arc<Executor>, limits: Limits, config: ServerConfig, rules: &str) -> Self {
-        let instructions = instructions(rules, config.mode == ServerMode::Code);
+        let instructions = instructions(rules, config.mode, config.tool_names);
         let programs = Semaphore::new(config.max_concurrent_programs.max(1));
         Self { shared: Arc::new(Shared { executor, limits, config, instructions, programs }), session: Arc::default() }
     }
@@ -87,7 +88,12 @@ impl CodemodeServer {
         let catalog = self.shared.executor.catalog();
         match self.shared.config.mode {
             ServerMode::Code => {
-                let description = execute_description(&catalog, &self.shared.limits, self.shared.config.output_bytes);
+                let description = execute_description(
+                    &catalog,
+                    &self.shared.limits,
+                    self.shared.config.output_bytes,
+                    self.shared.config.catalog_budget,
+                );
                 let schema = json!({
                     "type": "object",
                     "properties": { "code": { "type": "string", "description": "The JavaScript program: an async function body, or one expression such as `async (tools) => ...`." } },
@@ -97,12 +103,13 @@ impl CodemodeServer {
                     .with_title("Run a JavaScript program that calls tools")]
             }
             ServerMode::Tools => {
+                let naming = self.shared.config.tool_names;
                 let tools: Vec<McpTool> = catalog
                     .plugins()
                     .flat_map(|(plugin, tools)| {
                         tools
                             .filter(|t| !t.definition.hidden)
-                            .map(move |t| separate_tool(plugin, t))
+                            .map(|t| separate_tool(&catalog, naming, plugin, t))
                             .collect::<Vec<_>>()
                     })
                     .collect();
@@ -160,7 +167,9 @@ impl CodemodeServer {
             .plugins()
             .flat_map(|(plugin, tools)| {
                 tools
-                    .filter(|t| separate_name(plugin, &t.definition.name) == name)
+                    .filter(|t| {
+                        separate_name(&catalog, self.shared.config.tool_names, plugin, &t.definition.name) == name
+                    })
                     .map(move |t| (plugin.to_string(), t.clone()))
             })
             .collect();
@@ -278,9 +287,14 @@ fn object(value: Value) -> serde_json::Map<String, Value> {
     }
 }
 
-/// The MCP tool name of a plugin tool in separate tools mode.
-pub fn separate_name(plugin: &str, tool: &str) -> String {
-    format!("{plugin}{SEPARATOR}{tool}")
+/// The MCP tool name of a plugin tool in separate tools mode: its own name (with its
+/// plugin's, `<plugin>_<tool>`, only where two plugins share it), or `<plugin>__<tool>`
+/// when the configuration asks for prefixed names.
+pub fn separate_name(catalog: &Catalog, naming: ToolNames, plugin: &str, tool: &str) -> String {
+    match naming {
+        ToolNames::Own => catalog.exposed_name(plugin, tool),
+        ToolNames::Prefixed => format!("{plugin}{SEPARATOR}{tool}"),
+    }
 }
 
 /// The longest tool name MCP allows.
@@ -308,7 +322,7 @@ fn usable_separate_tools(tools: Vec<McpTool>) -> Vec<McpTool> {
 }
 
 /// A plugin tool as an MCP tool of its own.
-fn separate_tool(plugin: &str, tool: &Tool) -> McpTool {
+fn separate_tool(catalog: &Catalog, naming: ToolNames, plugin: &str, tool: &Tool) -> McpTool {
     let d = &tool.definition;
     let mut description = d.description.clone();
     match d.requires_approval {
@@ -318,7 +332,8 @@ fn separate_tool(plugin: &str, tool: &Tool) -> McpTool {
             description.push_str("\n\nThe first call of a session asks a person to approve it.")
         }
     }
-    let mut t = McpTool::new(separate_name(plugin, &d.name), description, object(d.input_schema.clone()));
+    let mut t =
+        McpTool::new(separate_name(catalog, naming, plugin, &d.name), description, object(d.input_schema.clone()));
     t.title = d.title.clone();
     t.output_schema = d.output_schema.clone().map(|s| Arc::new(object(s)));
     t.annotations =
@@ -349,16 +364,53 @@ pub fn program_result(outcome: &Outcome, cap: usize) -> CallToolResult {
     let OutcomeKind::Ok { value } = &outcome.kind else {
         return CallToolResult::error(vec![ContentBlock::text(cut_text(&outcome.agent_text(), cap).text)]);
     };
-    let value_text = match value.as_deref().map(serde_json::from_str::<Value>) {
-        None => "undefined".to_string(),
-        Some(Ok(Value::String(s))) => cut_text(&s, cap).text,
-        Some(Ok(v)) => cut_json(&v, cap).text,
-        Some(Err(_)) => cut_text(value.as_deref().unwrap_or_default(), cap).text,
+    let mut content = match value.as_deref().map(serde_json::from_str::<Value>) {
+        None => vec![ContentBlock::text("undefined")],
+        Some(Ok(Value::String(s))) => vec![ContentBlock::text(cut_text(&s, cap).text)],
+        Some(Ok(v)) => match super::media::split(&v, cap) {
+            None => vec![ContentBlock::text(cut_json(&v, cap).text)],
+            Some(split) => with_media(split, cap),
+        },
+        Some(Err(_)) => vec![ContentBlock::text(cut_text(value.as_deref().unwrap_or_default(), cap).text)],
     };
-    let mut content = vec![ContentBlock::text(value_text)];
     content.extend(outcome.console_text().map(|console| ContentBlock::text(cut_text(&console, cap).text)));
+    content.extend(
+        crate::outcome::unawaited_note(&outcome.unawaited_calls)
+            .map(|note| ContentBlock::text(cut_text(&note, cap).text)),
+    );
     content.extend(outcome.sandbox_warning().map(ContentBlock::text));
     CallToolResult::success(content)
+}
+
+/// A returned value holding images or audio: its text (the content list's text items,
+/// or the value with placeholders) within what the attachments leave of the cap, then
+/// the attachments as MCP content.
+fn with_media(split: super::media::Split, cap: usize) -> Vec<ContentBlock> {
+    use super::media::MediaKind;
+    let room = cap.saturating_sub(super::media::attached_bytes(&split));
+    let mut content: Vec<ContentBlock> = match &split.content_texts {
+        Some(texts) => texts.iter().map(|t| ContentBlock::text(cut_text(t, room).text)).collect(),
+        None => vec![ContentBlock::text(cut_json(&split.value, room).text)],
+    };
+    if split.content_texts.is_some() {
+        // Placeholders of media left out still say so.
+        let notes: Vec<&str> = split
+            .value
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(Value::as_str)
+            .filter(|s| s.contains(": left out,"))
+            .collect();
+        if !notes.is_empty() {
+            content.push(ContentBlock::text(notes.join("\n")));
+        }
+    }
+    content.extend(split.attached.into_iter().map(|m| match m.kind {
+        MediaKind::Image => ContentBlock::image(m.data, m.mime_type),
+        MediaKind::Audio => ContentBlock::audio(m.data, m.mime_type),
+    }));
+    content
 }
 
 /// Approvals before and progress after each tool call of one request.
@@ -536,6 +588,7 @@ mod tests {
             tool_calls: 0,
             elapsed: Duration::ZERO,
             sandbox_missing: Vec::new(),
+            unawaited_calls: Vec::new(),
         }
     }
 
@@ -577,19 +630,33 @@ mod tests {
         assert!(text.contains("output cap is 512 bytes"), "{text}");
     }
 
+    fn names_catalog(pairs: &[(&str, &str)]) -> Catalog {
+        let mut catalog = Catalog::new();
+        for (plugin, tool) in pairs {
+            let definition = crate::tool::ToolDefinition::new(*tool, "d", protocol::mcp::empty_object_schema());
+            catalog.add(plugin, Tool::from_fn(definition, |_, _| async { ToolResult::text("x") })).unwrap();
+        }
+        catalog
+    }
+
     #[test]
-    fn separate_tools_are_named_plugin_double_underscore_tool() {
-        assert_eq!(separate_name("sqlite-notes", "add-note"), "sqlite-notes__add-note");
+    fn separate_tools_keep_their_own_names_unless_two_plugins_share_one() {
+        let catalog = names_catalog(&[("sqlite-notes", "add-note"), ("a", "search"), ("b", "search")]);
+        assert_eq!(separate_name(&catalog, ToolNames::Own, "sqlite-notes", "add-note"), "add-note");
+        assert_eq!(separate_name(&catalog, ToolNames::Own, "a", "search"), "a_search");
+        assert_eq!(separate_name(&catalog, ToolNames::Prefixed, "sqlite-notes", "add-note"), "sqlite-notes__add-note");
     }
 
     #[test]
     fn separate_names_that_collide_or_run_long_are_left_out() {
         let tool = |name: String| McpTool::new(name, "d", serde_json::Map::new());
         let long = "p".repeat(64) + SEPARATOR + &"t".repeat(64);
+        let catalog = names_catalog(&[("a__b", "c"), ("a", "b__c"), ("a", "d")]);
+        let name = |plugin: &str, t: &str| separate_name(&catalog, ToolNames::Prefixed, plugin, t);
         let kept = usable_separate_tools(vec![
-            tool(separate_name("a__b", "c")),
-            tool(separate_name("a", "b__c")),
-            tool(separate_name("a", "d")),
+            tool(name("a__b", "c")),
+            tool(name("a", "b__c")),
+            tool(name("a", "d")),
             tool(long),
         ]);
         assert_eq!(kept.iter().map(|t| t.name.to_string()).collect::<Vec<_>>(), ["a__d"]);

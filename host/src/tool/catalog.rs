@@ -3,7 +3,7 @@
 //! serves programs from one; the plugin host builds it.
 
 use std::collections::BTreeMap;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use futures::future::BoxFuture;
 use protocol::mcp::empty_object_schema;
@@ -11,6 +11,7 @@ use protocol::PluginTools;
 use serde_json::Value;
 
 use super::schema::Schemas;
+use super::search::SearchIndex;
 use super::Tool;
 
 /// Why a tool definition was refused; names the plugin, the tool and the field.
@@ -82,6 +83,20 @@ impl std::fmt::Debug for Unavailable {
 pub struct Catalog {
     plugins: BTreeMap<String, BTreeMap<String, Tool>>,
     unavailable: BTreeMap<String, Unavailable>,
+    /// Each plugin's one-line summary, when it has one (shown for large catalogs).
+    summaries: BTreeMap<String, String>,
+    /// The search index, built on the first search and dropped by every change.
+    index: IndexCache,
+}
+
+/// The catalog's search index, once built.
+#[derive(Clone, Default)]
+struct IndexCache(OnceLock<Arc<SearchIndex>>);
+
+impl std::fmt::Debug for IndexCache {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(if self.0.get().is_some() { "IndexCache(built)" } else { "IndexCache(empty)" })
+    }
 }
 
 impl Catalog {
@@ -122,13 +137,36 @@ impl Catalog {
             return Err(CatalogError::Duplicate { plugin: plugin.into(), tool: name });
         }
         tools.insert(name, tool);
+        self.index = IndexCache::default();
         Ok(())
+    }
+
+    /// Sets a plugin's one-line summary (its first line is kept); an empty text removes it.
+    pub fn set_summary(&mut self, plugin: &str, summary: &str) {
+        let line = summary.lines().map(str::trim).find(|l| !l.is_empty()).unwrap_or_default();
+        if line.is_empty() {
+            self.summaries.remove(plugin);
+        } else {
+            self.summaries.insert(plugin.to_string(), line.to_string());
+        }
+        self.index = IndexCache::default();
+    }
+
+    /// A plugin's one-line summary, when it has one.
+    pub fn summary(&self, plugin: &str) -> Option<&str> {
+        self.summaries.get(plugin).map(String::as_str)
+    }
+
+    /// The catalog's search index (built on first use, then kept until it changes).
+    pub fn search_index(&self) -> Arc<SearchIndex> {
+        Arc::clone(self.index.0.get_or_init(|| Arc::new(SearchIndex::build(self))))
     }
 
     /// Removes a tool; true when it was there.
     pub fn remove(&mut self, plugin: &str, tool: &str) -> bool {
         let Some(tools) = self.plugins.get_mut(plugin) else { return false };
         let removed = tools.remove(tool).is_some();
+        self.index = IndexCache::default();
         if tools.is_empty() {
             self.plugins.remove(plugin);
         }

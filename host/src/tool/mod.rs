@@ -16,6 +16,7 @@ pub mod answer;
 pub mod catalog;
 pub mod handler;
 pub mod schema;
+pub mod search;
 
 use std::future::Future;
 use std::sync::Arc;

@@ -184,11 +184,20 @@ pub fn open_fds() -> usize {
     std::fs::read_dir("/proc/self/fd").unwrap().count()
 }
 
-/// `codemode ARGS` with `stdin` and extra environment, as people and scripts run it:
-/// (exit code, stdout, stderr).
+/// `codemode ARGS` with `stdin` and extra environment, as scripts run it: in a session
+/// of its own, with no terminal (so a tool that asks for approval is refused rather
+/// than prompting on the terminal of whoever runs the tests): (exit code, stdout,
+/// stderr).
 pub fn codemode_cli(args: &[&str], stdin: &str, env: &[(&str, &str)]) -> (i32, String, String) {
     use std::io::Write;
-    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_codemode"))
+    use std::os::unix::process::CommandExt;
+    let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_codemode"));
+    // SAFETY: between fork and exec the child only calls setsid, which is
+    // async-signal-safe.
+    unsafe {
+        command.pre_exec(|| if libc::setsid() < 0 { Err(std::io::Error::last_os_error()) } else { Ok(()) });
+    }
+    let mut child = command
         .args(args)
         .envs(env.iter().copied())
         .stdin(std::process::Stdio::piped())

@@ -182,6 +182,28 @@ function hint(names) {
   return names.length ? ` Did you mean ${ArrayPrototypeJoin(names, ", ")}?` : "";
 }
 
+/**
+ * `tools.$search(query, { plugin, limit })`: the catalog's best tools for what the
+ * query says, each `{ call, plugin, tool, description, declaration }`, best first.
+ * The host answers it (a call to codemode itself, plugin "$codemode").
+ */
+function makeSearch() {
+  const call = makeTool("$codemode", "search");
+  const usage = 'call it as tools.$search("what the tool should do") or tools.$search(query, { plugin: "name", limit: 10 })';
+  const search = function (query, options) {
+    if (typeof query !== "string") return PromiseReject(new ProgramTypeError(`tools.$search: the query must be a string, not ${query === null ? "null" : typeof query}; ${usage}`));
+    const input = { __proto__: null, query };
+    if (options !== undefined) {
+      if (options === null || typeof options !== "object") return PromiseReject(new ProgramTypeError(`tools.$search: the options must be an object; ${usage}`));
+      if (options.plugin !== undefined) input.plugin = options.plugin;
+      if (options.limit !== undefined) input.limit = options.limit;
+    }
+    return call(input);
+  };
+  defineValue(search, "name", "$search", { __proto__: null, configurable: true });
+  return search;
+}
+
 /** `tools` for one program: `catalog` is [{ plugin, tools, unavailable? }]. */
 function buildTools(catalog) {
   const root = ObjectCreate(ObjectPrototype);
@@ -225,6 +247,7 @@ function buildTools(catalog) {
     const a = alias(plugin);
     if (a !== plugin && !ReflectHas(root, a) && ReflectHas(root, plugin)) defineValue(root, a, root[plugin]);
   }
+  defineValue(root, "$search", makeSearch());
   ObjectFreeze(root);
   return guarded(root, (plugin) => {
     const reason = unavailable[plugin];

@@ -1,0 +1,138 @@
+//! The calls a program makes to codemode itself rather than to a plugin: the worker
+//! sends them as tool calls of the plugin [`BUILTIN_PLUGIN`] (a name no plugin can
+//! have, since `$` is not allowed in plugin names), and [`super::calls`] answers them
+//! here, from the executor's current catalog.
+//!
+//! - `search` (`tools.$search(query, { plugin, limit })`): the catalog's best tools
+//!   for the query ([`crate::tool::search`]), each with its TypeScript declaration, so
+//!   a program can discover a tool and call it in the same run.
+
+use protocol::ToolAnswer;
+use serde::Deserialize;
+use serde_json::value::RawValue;
+use serde_json::{json, Value};
+
+use crate::tool::Catalog;
+use crate::typescript::{access_path, tool_declaration};
+
+/// The plugin name the worker uses for codemode's own calls.
+pub const BUILTIN_PLUGIN: &str = "$codemode";
+
+/// Hits a search returns unless the program asks for another number.
+const DEFAULT_LIMIT: usize = 5;
+/// The most hits one search returns.
+const MAX_LIMIT: usize = 50;
+
+/// `tools.$search`'s input.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct SearchInput {
+    query: String,
+    plugin: Option<String>,
+    limit: Option<usize>,
+}
+
+/// Answers the built-in call `tool` with `input` (JSON text) from `catalog`.
+pub(super) fn answer(catalog: &Catalog, tool: &str, input: &str) -> ToolAnswer {
+    match tool {
+        "search" => match serde_json::from_str::<SearchInput>(input) {
+            Ok(input) => search(catalog, input),
+            Err(e) => ToolAnswer::Reject(format!(
+                "tools.$search: {e}; call it as tools.$search(\"what the tool does\") or tools.$search(query, {{ plugin: \"name\", limit: 10 }})"
+            )),
+        },
+        other => ToolAnswer::Reject(format!("codemode has no built-in call {other:?}; the built-in is tools.$search")),
+    }
+}
+
+fn search(catalog: &Catalog, input: SearchInput) -> ToolAnswer {
+    let limit = input.limit.unwrap_or(DEFAULT_LIMIT);
+    if !(1..=MAX_LIMIT).contains(&limit) {
+        return ToolAnswer::Reject(format!("tools.$search: limit must be between 1 and {MAX_LIMIT}, not {limit}"));
+    }
+    if let Some(plugin) = &input.plugin {
+        if !catalog.plugins().any(|(p, _)| p == plugin) {
+            let known: Vec<&str> = catalog.plugins().map(|(p, _)| p).collect();
+            return ToolAnswer::Reject(format!(
+                "tools.$search: there is no plugin {plugin:?}; the plugins are {}",
+                known.join(", ")
+            ));
+        }
+    }
+    let hits = catalog.search_index().search(&input.query, input.plugin.as_deref(), limit);
+    let found: Vec<Value> = hits
+        .iter()
+        .filter_map(|hit| {
+            let tool = catalog.get(&hit.plugin, &hit.tool)?;
+            Some(json!({
+                "call": format!("tools{}{}", access_path(&hit.plugin), access_path(&hit.tool)),
+                "plugin": hit.plugin,
+                "tool": hit.tool,
+                "description": tool.definition.description,
+                "declaration": tool_declaration(&hit.plugin, tool),
+            }))
+        })
+        .collect();
+    match RawValue::from_string(Value::Array(found).to_string()) {
+        Ok(raw) => ToolAnswer::Resolve(raw),
+        Err(e) => ToolAnswer::Reject(format!("tools.$search: {e}")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+    use crate::tool::{Tool, ToolDefinition, ToolResult};
+
+    fn catalog() -> Catalog {
+        Catalog::new()
+            .with(
+                "weather",
+                Tool::from_fn(
+                    ToolDefinition::new("forecast", "Tomorrow's forecast for a city.", json!({ "type": "object", "properties": { "city": { "type": "string" } }, "required": ["city"] })),
+                    |_, _| async { ToolResult::text("x") },
+                ),
+            )
+            .unwrap()
+    }
+
+    fn resolved(answer: ToolAnswer) -> Value {
+        match answer {
+            ToolAnswer::Resolve(raw) => serde_json::from_str(raw.get()).unwrap(),
+            ToolAnswer::Reject(why) => panic!("rejected: {why}"),
+        }
+    }
+
+    fn rejected(answer: ToolAnswer) -> String {
+        match answer {
+            ToolAnswer::Resolve(raw) => panic!("resolved: {}", raw.get()),
+            ToolAnswer::Reject(why) => why,
+        }
+    }
+
+    #[test]
+    fn a_search_returns_calls_with_their_declarations() {
+        let hits = resolved(answer(&catalog(), "search", r#"{"query":"will it rain in Oslo"}"#));
+        assert_eq!(hits[0]["call"], "tools.weather.forecast");
+        assert_eq!(
+            hits[0]["declaration"],
+            "/** Tomorrow's forecast for a city. */\ntools.weather.forecast(input: {\n  city: string;\n}): Promise<string>;\n"
+        );
+        assert_eq!(resolved(answer(&catalog(), "search", r#"{"query":"zebra"}"#)), json!([]));
+    }
+
+    #[test]
+    fn bad_searches_say_what_to_write() {
+        assert!(rejected(answer(&catalog(), "search", r#"{"q":"x"}"#)).starts_with("tools.$search: unknown field `q`"));
+        assert_eq!(
+            rejected(answer(&catalog(), "search", r#"{"query":"x","limit":0}"#)),
+            "tools.$search: limit must be between 1 and 50, not 0"
+        );
+        assert_eq!(
+            rejected(answer(&catalog(), "search", r#"{"query":"x","plugin":"nope"}"#)),
+            "tools.$search: there is no plugin \"nope\"; the plugins are weather"
+        );
+        assert!(rejected(answer(&catalog(), "other", "{}")).contains("no built-in call \"other\""));
+    }
+}
