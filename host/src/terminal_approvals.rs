@@ -99,7 +99,10 @@ impl TerminalApprovals {
 }
 
 /// Writes `question` to the terminal and reads the answer: true for `y` or `yes`.
+/// Control characters other than newlines (escape sequences a plugin could put in its
+/// message or reason to rewrite the prompt) are shown as `?`.
 fn ask_on_terminal(question: &str) -> Result<bool, String> {
+    let question = printable(question);
     let terminal = std::fs::OpenOptions::new()
         .read(true)
         .write(true)
@@ -112,6 +115,11 @@ fn ask_on_terminal(question: &str) -> Result<bool, String> {
     let mut line = String::new();
     std::io::BufReader::new(&terminal).read_line(&mut line).map_err(|e| format!("reading {TERMINAL} failed: {e}"))?;
     Ok(matches!(line.trim().to_ascii_lowercase().as_str(), "y" | "yes"))
+}
+
+/// `text` with every control character but newlines shown as `?`.
+fn printable(text: &str) -> String {
+    text.chars().map(|c| if c.is_control() && c != '\n' { '?' } else { c }).collect()
 }
 
 /// `text`, cut to `MAX_SHOWN_CHARS`.
@@ -193,6 +201,11 @@ impl Approver for TerminalApprovals {
 mod tests {
     #![allow(clippy::unwrap_used)]
     use super::*;
+
+    #[test]
+    fn escape_sequences_cannot_rewrite_the_prompt() {
+        assert_eq!(printable("ok\u{1b}[2K\rallow?\nnext\u{7}"), "ok?[2K?allow?\nnext?");
+    }
 
     #[test]
     fn flags_allow_up_front_and_once_is_remembered() {

@@ -350,6 +350,7 @@ fn run_asks_on_the_terminal_or_takes_approve_flags() {
     assert_eq!(value["plugin"]["approved"], false, "{shown}");
     assert!(shown.contains("codemode: allow tools.hello.greet to run with this input?"), "{shown}");
     assert!(shown.contains("\"name\": \"Ann\""), "{shown}");
+    assert!(shown.contains("codemode: tools.js.approve asks: Delete a.txt?"), "the plugin's own question: {shown}");
     let (_, out, _) = run_with_approvals(&[], Some(&["no", "yes"]));
     let value: serde_json::Value = serde_json::from_str(&out).unwrap();
     assert_eq!(value["greet"], "the person declined the call to tools.hello.greet");
