@@ -134,12 +134,14 @@ fn shown(text: &str) -> String {
 impl CallHooks for TerminalApprovals {
     fn before(&self, plugin: &str, tool: &Tool, input: &Value) -> BoxFuture<'static, Result<(), String>> {
         let name = format!("{plugin}.{}", tool.definition.name);
-        let approved = self.approved_once.lock().map(|a| a.clone()).unwrap_or_default();
         let level = match tool.definition.requires_approval {
             Approval::OncePerSession => "once per run",
             _ => "for each call",
         };
-        let once = match decide(tool.definition.requires_approval, &name, &self.flags, &approved) {
+        let approved = self.approved_once.lock().unwrap_or_else(|p| p.into_inner());
+        let decision = decide(tool.definition.requires_approval, &name, &self.flags, &approved);
+        drop(approved);
+        let once = match decision {
             Decision::Allow => return Box::pin(async { Ok(()) }),
             Decision::Ask { once } => once,
         };

@@ -672,7 +672,7 @@ fn escape_comment(text: &str) -> String {
 }
 
 /// A property name as TypeScript takes it: bare when it is an identifier, else quoted.
-fn property_key(name: &str) -> String {
+pub(crate) fn property_key(name: &str) -> String {
     let mut chars = name.chars();
     let identifier = chars.next().is_some_and(|c| c.is_ascii_alphabetic() || c == '_' || c == '$')
         && chars.all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '$');

@@ -29,11 +29,16 @@ from harness import CODEMODE, ROOT, check
 
 
 
-def config_file():
-    folder = tempfile.mkdtemp(prefix="codemode-mcp-test-")
-    path = os.path.join(folder, "codemode.toml")
+def write_config(text):
+    """`text` as codemode.toml in a new temporary folder; returns its path."""
+    path = os.path.join(tempfile.mkdtemp(prefix="codemode-mcp-test-"), "codemode.toml")
     with open(path, "w") as f:
-        f.write(f"""example_tools = true
+        f.write(text)
+    return path
+
+
+def config_file():
+    return write_config(f"""example_tools = true
 
 [limits]
 cpu_step_ms = 1000
@@ -53,7 +58,6 @@ kind = "javascript"
 path = "{ROOT}/tests/plugins/js-test"
 require_approval = ["text"]
 """)
-    return path
 
 
 def text_of(result):
@@ -234,10 +238,7 @@ async def over_http(config):
 
 async def large_catalog():
     """Past `catalog_budget`, the description lists plugins and programs search."""
-    folder = tempfile.mkdtemp(prefix="codemode-mcp-catalog-")
-    config = os.path.join(folder, "codemode.toml")
-    with open(config, "w") as f:
-        f.write(f"""example_tools = true
+    config = write_config(f"""example_tools = true
 
 [server]
 catalog_budget = 600

@@ -156,8 +156,7 @@ impl Session {
         // The name of each call in flight, by id, and how the last calls ended: for the
         // calls a program never awaited.
         let mut names: HashMap<u64, String> = HashMap::new();
-        let mut recent: VecDeque<UnawaitedCall> = VecDeque::new();
-        let mut recent_ids: VecDeque<u64> = VecDeque::new();
+        let mut recent: VecDeque<(u64, UnawaitedCall)> = VecDeque::new();
         // The budget of tool data in flight: inputs of the calls in flight (as
         // `json_cost` counts them) plus answers queued for the worker and not written yet.
         let budget = self.limits.tool_bytes_in_flight;
@@ -179,10 +178,8 @@ impl Session {
                 Some((call_id, answer, cost)) = calls.next(), if !calls.is_empty() => {
                     if recent.len() == RECENT_CALLS {
                         recent.pop_front();
-                        recent_ids.pop_front();
                     }
-                    recent.push_back(UnawaitedCall::ended(names.remove(&call_id).unwrap_or_default(), &answer));
-                    recent_ids.push_back(call_id);
+                    recent.push_back((call_id, UnawaitedCall::ended(names.remove(&call_id).unwrap_or_default(), &answer)));
                     inputs_in_flight = inputs_in_flight.saturating_sub(cost);
                     let answer = within_budget(answer, budget);
                     if let Err(e) = to_worker.queue_to_worker(&HostToWorker::ToolAnswer { call_id, answer }) {
@@ -241,7 +238,7 @@ impl Session {
                             let running: std::collections::HashSet<u64> = running.into_iter().collect();
                             self.unawaited = done
                                 .iter()
-                                .filter_map(|id| recent_ids.iter().position(|r| r == id).map(|i| recent[i].clone()))
+                                .filter_map(|id| recent.iter().find(|(r, _)| r == id).map(|(_, call)| call.clone()))
                                 .collect();
                             names.retain(|id, _| running.contains(id));
                             let still = self.settle_unawaited(calls, names, &mut deadline).await;

@@ -18,7 +18,7 @@ use serde_json::Value;
 use crate::config::{CatalogBudget, ServerMode, ToolNames};
 use crate::limits::{human_bytes, human_duration, Limits};
 use crate::tool::{Approval, Catalog, Tool};
-use crate::typescript::access_path;
+use crate::typescript::{access_path, property_key};
 
 /// The plugin listing of a large catalog grows to at most this many times the budget;
 /// past it, the remaining plugins show their tool count only.
@@ -149,12 +149,7 @@ fn sample_input(schema: &Value, n: usize) -> String {
         .take(3)
         .map(|name| {
             let property = properties.and_then(|p| p.get(*name)).unwrap_or(&Value::Null);
-            let key = if access_path(name) == format!(".{name}") {
-                (*name).to_string()
-            } else {
-                Value::String((*name).into()).to_string()
-            };
-            format!("{key}: {}", sample_value(name, property, n))
+            format!("{}: {}", property_key(name), sample_value(name, property, n))
         })
         .collect();
     if fields.is_empty() {

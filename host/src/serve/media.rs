@@ -46,6 +46,8 @@ pub struct Split {
     /// The text items of a returned content list, in order, when the value was one;
     /// `None` for any other value.
     pub content_texts: Option<Vec<String>>,
+    /// The placeholders of the media left out (over the cap), in order.
+    pub left_out: Vec<String>,
 }
 
 /// Marker left where a media item was, until its placeholder is known.
@@ -68,6 +70,7 @@ pub fn split(value: &Value, cap: usize) -> Option<Split> {
     let mut used = 0;
     let mut placeholders = Vec::with_capacity(found.len());
     let mut attached = Vec::new();
+    let mut left_out = Vec::new();
     for (i, media) in found.into_iter().enumerate() {
         let kind = match media.kind {
             MediaKind::Image => "image",
@@ -79,17 +82,19 @@ pub fn split(value: &Value, cap: usize) -> Option<Split> {
             placeholders.push(format!("[{kind} {}: {}, {size}, attached]", i + 1, media.mime_type));
             attached.push(media);
         } else {
-            placeholders.push(format!(
+            let placeholder = format!(
                 "[{kind} {}: {}, {size}: left out, more than the {} output cap allows; return fewer or smaller ones]",
                 i + 1,
                 media.mime_type,
                 human_bytes(cap as u64)
-            ));
+            );
+            left_out.push(placeholder.clone());
+            placeholders.push(placeholder);
         }
     }
     place(&mut value, &placeholders);
     let content_texts = content_list_texts(&value, &placeholders);
-    Some(Split { value, attached, content_texts })
+    Some(Split { value, attached, content_texts, left_out })
 }
 
 /// `n` bytes, as a person reads it: `12 bytes`, `2.9 KiB`, `1.4 MiB`.
@@ -224,6 +229,7 @@ mod tests {
             "[image 1: image/png, 2.9 KiB: left out, more than the 2 KiB output cap allows; return fewer or smaller ones]"
         );
         assert_eq!(split.value[1], "[image 2: image/gif, 4 bytes, attached]");
+        assert_eq!(split.left_out, [split.value[0].as_str().unwrap()]);
         assert_eq!(attached_bytes(&split), 4);
     }
 }

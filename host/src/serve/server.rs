@@ -392,19 +392,9 @@ fn with_media(split: super::media::Split, cap: usize) -> Vec<ContentBlock> {
         Some(texts) => texts.iter().map(|t| ContentBlock::text(cut_text(t, room).text)).collect(),
         None => vec![ContentBlock::text(cut_json(&split.value, room).text)],
     };
-    if split.content_texts.is_some() {
-        // Placeholders of media left out still say so.
-        let notes: Vec<&str> = split
-            .value
-            .as_array()
-            .into_iter()
-            .flatten()
-            .filter_map(Value::as_str)
-            .filter(|s| s.contains(": left out,"))
-            .collect();
-        if !notes.is_empty() {
-            content.push(ContentBlock::text(notes.join("\n")));
-        }
+    // A content list's text items do not carry placeholders: media left out say so here.
+    if split.content_texts.is_some() && !split.left_out.is_empty() {
+        content.push(ContentBlock::text(split.left_out.join("\n")));
     }
     content.extend(split.attached.into_iter().map(|m| match m.kind {
         MediaKind::Image => ContentBlock::image(m.data, m.mime_type),

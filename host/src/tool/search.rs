@@ -339,6 +339,7 @@ struct Words {
     stemmer: Stemmer,
     /// Stem → the stems of its concept groups' other words.
     relatives: HashMap<String, Vec<String>>,
+    stop_words: std::collections::HashSet<&'static str>,
 }
 
 impl Words {
@@ -356,12 +357,16 @@ impl Words {
                 }
             }
         }
-        Self { stemmer, relatives }
+        Self { stemmer, relatives, stop_words: STOP_WORDS.split_whitespace().collect() }
     }
 
     /// The stems of `text`'s words, stop words left out.
     fn stems(&self, text: &str) -> Vec<String> {
-        split_words(text).into_iter().filter(|w| !is_stop_word(w)).map(|w| self.stemmer.stem(&w).into_owned()).collect()
+        split_words(text)
+            .into_iter()
+            .filter(|w| !self.stop_words.contains(w.as_str()))
+            .map(|w| self.stemmer.stem(&w).into_owned())
+            .collect()
     }
 
     /// Each query word as its stem (weight 1) and its relatives' stems (discounted).
@@ -407,10 +412,6 @@ fn split_words(text: &str) -> Vec<String> {
         words.push(current);
     }
     words
-}
-
-fn is_stop_word(word: &str) -> bool {
-    STOP_WORDS.split_whitespace().any(|s| s == word)
 }
 
 /// A schema's top-level parameters: name and description.
