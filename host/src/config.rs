@@ -42,7 +42,9 @@ use protocol::manifest::HostEntry;
 
 use crate::limits::{LimitError, LimitSource, Limits, Setting, Which};
 use crate::plugins::javascript::{JavascriptPlugin, DEFAULT_CPU_STEP_MS, DEFAULT_MEMORY_MIB};
-use crate::plugins::mcp::{McpConfig, McpTransport};
+use crate::oauth::OAuthSettings;
+use crate::plugins::mcp::http::header_name_problem;
+use crate::plugins::mcp::{HttpServer, McpConfig, McpTransport};
 use crate::plugins::process::ProcessConfig;
 use crate::plugins::settings::SettingValue;
 
@@ -111,6 +113,10 @@ pub struct ServerConfig {
     /// plugins share one) or `prefixed` (`<plugin>__<tool>` for every tool).
     #[serde(default)]
     pub tool_names: ToolNames,
+    /// Which MCP sessions receive codemode's log as `notifications/message`: `"all"`,
+    /// `"none"`, or `{ token_env = "VAR" }` (sessions signed in with that operator token).
+    /// Default: all under `codemode mcp`, none under `codemode serve`.
+    pub client_logs: Option<crate::serve::logs::ClientLogs>,
 }
 
 /// How large the tool declarations in the execute description may grow.
@@ -165,6 +171,7 @@ impl Default for ServerConfig {
             tls_key: None,
             catalog_budget: CatalogBudget::DEFAULT,
             tool_names: ToolNames::Own,
+            client_logs: None,
         }
     }
 }
@@ -293,6 +300,15 @@ pub struct PluginConfig {
     pub env: std::collections::BTreeMap<String, SettingValue>,
     /// Per-call time limit, in ms (default 30 s).
     pub timeout_ms: Option<u64>,
+    /// Headers sent with every request to an MCP server at a `url` (each written here,
+    /// or `{ env = "VAR" }`).
+    #[serde(default)]
+    pub headers: std::collections::BTreeMap<String, SettingValue>,
+    /// A bearer token for an MCP server at a `url` (usually `{ env = "VAR" }`).
+    pub bearer_token: Option<SettingValue>,
+    /// How codemode identifies itself when an MCP server at a `url` asks for OAuth
+    /// (`codemode auth login`).
+    pub oauth: Option<OAuthSettings>,
     /// Off: the plugin is configured but not started.
     #[serde(default = "yes")]
     pub enabled: bool,
@@ -394,6 +410,9 @@ const KIND_SETTINGS: &[(&str, &[PluginKind])] = &[
     ("args", &[PluginKind::Process, PluginKind::Mcp]),
     ("env", &[PluginKind::Process, PluginKind::Mcp]),
     ("url", &[PluginKind::Mcp]),
+    ("headers", &[PluginKind::Mcp]),
+    ("bearer_token", &[PluginKind::Mcp]),
+    ("oauth", &[PluginKind::Mcp]),
     ("path", &[PluginKind::Javascript]),
     ("format", &[PluginKind::Javascript]),
     ("settings", &[PluginKind::Javascript]),
@@ -409,6 +428,9 @@ fn misplaced_settings(plugin: &PluginConfig) -> Vec<&'static str> {
         "args" => !plugin.args.is_empty(),
         "env" => !plugin.env.is_empty(),
         "url" => plugin.url.is_some(),
+        "headers" => !plugin.headers.is_empty(),
+        "bearer_token" => plugin.bearer_token.is_some(),
+        "oauth" => plugin.oauth.is_some(),
         "path" => plugin.path.is_some(),
         "format" => plugin.format.is_some(),
         "settings" => !plugin.settings.is_empty(),
@@ -422,6 +444,27 @@ fn misplaced_settings(plugin: &PluginConfig) -> Vec<&'static str> {
         .filter(|(key, kinds)| present(key) && !kinds.contains(&plugin.kind))
         .map(|(key, _)| *key)
         .collect()
+}
+
+/// What is wrong with an MCP server entry at a `url`: its URL, its header names, or
+/// credentials given twice (a token and OAuth settings).
+fn url_plugin_problem(plugin: &PluginConfig) -> Option<String> {
+    let url = plugin.url.as_deref().unwrap_or_default();
+    match url::Url::parse(url) {
+        Ok(u) if matches!(u.scheme(), "http" | "https") => {}
+        _ => return Some(format!("`url` must be an http:// or https:// URL, not {url:?}")),
+    }
+    if let Some(why) = plugin.headers.keys().find_map(|name| header_name_problem(name)) {
+        return Some(why);
+    }
+    let authorization_header = plugin.headers.keys().any(|k| k.eq_ignore_ascii_case("authorization"));
+    if authorization_header && plugin.bearer_token.is_some() {
+        return Some("give the token once: `bearer_token`, or an `Authorization` header, not both".into());
+    }
+    if (authorization_header || plugin.bearer_token.is_some()) && plugin.oauth.is_some() {
+        return Some("`oauth` is for servers codemode logs in to (`codemode auth login`); this entry already sends its own token, so remove one of them".into());
+    }
+    plugin.oauth.as_ref().and_then(OAuthSettings::problem)
 }
 
 impl PluginKind {
@@ -506,6 +549,18 @@ impl Config {
                 PluginKind::Mcp if plugin.url.is_some() && !plugin.args.is_empty() => {
                     return Err(problem(
                         "`args` applies to an MCP server started with `command`, not to one at a `url`".into(),
+                    ))
+                }
+                PluginKind::Mcp if plugin.url.is_some() => {
+                    if let Some(why) = url_plugin_problem(plugin) {
+                        return Err(problem(why));
+                    }
+                }
+                PluginKind::Mcp
+                    if !plugin.headers.is_empty() || plugin.bearer_token.is_some() || plugin.oauth.is_some() =>
+                {
+                    return Err(problem(
+                        "`headers`, `bearer_token` and `oauth` apply to an MCP server at a `url`, not to one started with `command` (give it `env` instead)".into(),
                     ))
                 }
                 PluginKind::Javascript if plugin.path.is_none() => {
@@ -619,7 +674,12 @@ impl Config {
             .map(|(p, launch)| McpConfig {
                 name: p.name.clone(),
                 transport: match &p.url {
-                    Some(url) => McpTransport::Http { url: url.clone() },
+                    Some(url) => McpTransport::Http(HttpServer {
+                        url: url.clone(),
+                        headers: p.headers.iter().map(|(k, v)| (k.clone(), v.clone())).collect(),
+                        bearer_token: p.bearer_token.clone(),
+                        oauth: p.oauth.clone().unwrap_or_default(),
+                    }),
                     None => McpTransport::Stdio {
                         command: launch.command,
                         args: launch.args,

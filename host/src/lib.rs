@@ -31,6 +31,7 @@ pub mod examples;
 pub mod executor;
 pub mod launcher;
 pub mod limits;
+pub mod oauth;
 pub mod outcome;
 pub mod plugins;
 pub mod sandbox_report;

@@ -54,8 +54,11 @@ enum Command {
         #[arg(long)]
         example_tools: bool,
         /// Print the TypeScript declarations the MCP server gives agents instead.
-        #[arg(long)]
+        #[arg(long, conflicts_with = "json")]
         typescript: bool,
+        /// Print the tools as JSON instead: `[{ "plugin", "tool": <MCP tool definition> }]`.
+        #[arg(long)]
+        json: bool,
     },
     /// Serve MCP on standard input and output (for an agent that starts codemode).
     Mcp(ServeArgs),
@@ -84,6 +87,11 @@ enum Command {
         /// `[server] allowed_origins`; a loopback server always allows the loopback origins.
         #[arg(long = "allow-origin", value_name = "ORIGIN")]
         allow_origins: Vec<String>,
+    },
+    /// Log in to MCP servers that ask for OAuth, and see or forget what is stored.
+    Auth {
+        #[command(subcommand)]
+        command: AuthCommand,
     },
     /// Write a commented starter configuration (./codemode.toml unless given a path).
     Init {
@@ -119,6 +127,69 @@ enum Command {
         #[arg(last = true, required = true)]
         payload: Vec<String>,
     },
+}
+
+/// `codemode auth ...`.
+#[derive(Subcommand)]
+enum AuthCommand {
+    /// Authorize codemode with a plugin's MCP server: prints a link to open in a
+    /// browser, then waits for the browser to come back to 127.0.0.1.
+    Login {
+        /// The plugin (an MCP server at a `url`).
+        plugin: String,
+        /// The configuration file. Without it: ./codemode.toml, then
+        /// $XDG_CONFIG_HOME/codemode/config.toml (~/.config/codemode/config.toml).
+        #[arg(long, short)]
+        config: Option<PathBuf>,
+        /// How long to wait for the browser, in seconds.
+        #[arg(long, default_value_t = 300, value_name = "SECONDS")]
+        wait: u64,
+    },
+    /// Show, for each MCP server at a `url`, whether codemode is logged in to it.
+    Status {
+        /// The configuration file (found as for `login` without it).
+        #[arg(long, short)]
+        config: Option<PathBuf>,
+    },
+    /// Forget the tokens of a plugin's server.
+    Logout {
+        /// The plugin.
+        plugin: String,
+        /// The configuration file (found as for `login` without it).
+        #[arg(long, short)]
+        config: Option<PathBuf>,
+    },
+}
+
+/// `codemode auth ...`.
+async fn auth(command: AuthCommand) -> anyhow::Result<i32> {
+    use codemode::oauth::commands::{login_command, logout_command, status_command, AuthCommandError};
+    let config_of = |config: Option<PathBuf>| -> anyhow::Result<Config> {
+        let (config, found) = load_config(config.as_deref(), Search::CurrentFolderToo)?;
+        if found.is_none() {
+            return Err(UsageError(none_found(Search::CurrentFolderToo)).into());
+        }
+        Ok(config)
+    };
+    let usage = |e: AuthCommandError| -> anyhow::Error {
+        match e {
+            AuthCommandError::NotApplicable(why) => UsageError(why).into(),
+            other => other.into(),
+        }
+    };
+    let text = match command {
+        AuthCommand::Login { plugin, config, wait } => {
+            let config = config_of(config)?;
+            let announce = |url: &str| {
+                eprintln!("codemode: open this link in a browser to authorize plugin {plugin}:\n{url}");
+            };
+            login_command(&config, &plugin, std::time::Duration::from_secs(wait), &announce).await.map_err(usage)?
+        }
+        AuthCommand::Status { config } => status_command(&config_of(config)?).map_err(usage)?,
+        AuthCommand::Logout { plugin, config } => logout_command(&config_of(config)?, &plugin).map_err(usage)?,
+    };
+    print_result(&text)?;
+    Ok(0)
 }
 
 /// What `mcp` and `serve` share.
@@ -197,6 +268,10 @@ struct RunArgs {
     /// Allow every call that needs a person's approval without asking.
     #[arg(long)]
     approve_all: bool,
+    /// Answer every form a tool's server asks to fill in during a call (MCP
+    /// elicitation) with the server's defaults, without asking.
+    #[arg(long)]
+    accept_defaults: bool,
 }
 
 impl RunArgs {
@@ -309,7 +384,7 @@ fn plugin_host(config: &Config, example_tools: bool, worker: &std::path::Path, s
 
 /// `codemode tools`: every tool as `tools.<plugin>.<tool>(input) -> output`, or the
 /// TypeScript declarations.
-async fn list_tools(config: Option<PathBuf>, example_tools: bool, typescript: bool) -> anyhow::Result<i32> {
+async fn list_tools(config: Option<PathBuf>, example_tools: bool, typescript: bool, json: bool) -> anyhow::Result<i32> {
     let (config, found) = load_config(config.as_deref(), Search::CurrentFolderToo)?;
     match &found {
         Some(found) if found.source != codemode::config_discovery::Source::CurrentFolder => {
@@ -324,8 +399,18 @@ async fn list_tools(config: Option<PathBuf>, example_tools: bool, typescript: bo
             .await;
     // Notes (what a plugin asks for that codemode does not honour) do not fail the command.
     let failed = problems.iter().any(|p| p.severity != Severity::Note);
-    for p in problems.iter().filter(|_| typescript) {
+    for p in problems.iter().filter(|_| typescript || json) {
         eprintln!("codemode: {}", p.describe());
+    }
+    if json {
+        let tools: Vec<serde_json::Value> = catalog
+            .plugins()
+            .flat_map(|(plugin, tools)| {
+                tools.map(move |t| serde_json::json!({ "plugin": plugin, "tool": t.definition })).collect::<Vec<_>>()
+            })
+            .collect();
+        print_result(&serde_json::to_string_pretty(&tools)?)?;
+        return Ok(if failed { 1 } else { 0 });
     }
     if typescript {
         print_result(codemode::typescript::declarations(&catalog).trim_end())?;
@@ -379,7 +464,7 @@ async fn run(args: RunArgs) -> anyhow::Result<i32> {
     let executor = Arc::new(builder.build().await.context("starting the executor")?);
     plugins.keep_current(Arc::clone(&executor));
     let approvals =
-        codemode::terminal_approvals::PreApproved::new(args.approve_all, &args.approve).map_err(UsageError)?;
+        codemode::terminal_approvals::PreApproved::new(args.approve_all, &args.approve, args.accept_defaults).map_err(UsageError)?;
     let hooks = codemode::terminal_approvals::TerminalApprovals::new(approvals);
     let outcome = executor.run(codemode::Program::new(code).hooks(hooks)).await;
     // Ends the template (and the plugins) and removes the pool cgroup before exiting.
@@ -435,7 +520,22 @@ async fn serve(args: ServeArgs, http: Option<Listen>) -> anyhow::Result<i32> {
             .context("starting the executor")?,
     );
     plugins.keep_current(Arc::clone(&executor));
-    let server = codemode::serve::CodemodeServer::new(Arc::clone(&executor), limits, config.server.clone(), &rules);
+    use codemode::serve::logs::ClientLogs;
+    let client_logs = config.server.client_logs.clone().unwrap_or(if http.is_some() { ClientLogs::None } else { ClientLogs::All });
+    let log_token = match &client_logs {
+        ClientLogs::TokenEnv(variable) => Some(std::env::var(variable).ok().filter(|t| !t.is_empty()).ok_or_else(|| {
+            UsageError(format!("[server] client_logs names the token in {variable}, which is not set"))
+        })?),
+        _ => None,
+    };
+    let server = codemode::serve::CodemodeServer::new(
+        Arc::clone(&executor),
+        limits,
+        config.server.clone(),
+        &rules,
+        client_logs,
+        log_token.clone(),
+    );
     match http {
         None => {
             use rmcp::ServiceExt;
@@ -458,6 +558,7 @@ async fn serve(args: ServeArgs, http: Option<Listen>) -> anyhow::Result<i32> {
             };
             let options = codemode::serve::http::HttpOptions {
                 token: token.clone(),
+                operator_token: log_token,
                 allowed_origins: config.server.allowed_origins.iter().cloned().chain(listen.allow_origins).collect(),
                 max_sessions: config.server.max_sessions,
                 session_idle: std::time::Duration::from_millis(config.server.session_idle_ms),
@@ -497,14 +598,20 @@ fn main() {
     let cli = Cli::parse();
     codemode::tls::ensure_provider();
     use std::io::IsTerminal;
-    tracing_subscriber::fmt()
+    use tracing_subscriber::layer::SubscriberExt;
+    use tracing_subscriber::util::SubscriberInitExt;
+    use tracing_subscriber::Layer;
+    // Two layers: stderr at --log's level, and MCP clients' copy (info and up, for the
+    // sessions the operator chose; see codemode::serve::logs).
+    let stderr = tracing_subscriber::fmt::layer()
         .with_writer(std::io::stderr)
         .with_ansi(std::io::stderr().is_terminal())
-        .with_env_filter(
+        .with_filter(
             tracing_subscriber::EnvFilter::try_new(&cli.log)
                 .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
-        )
-        .init();
+        );
+    let clients = codemode::serve::logs::ClientLogLayer.with_filter(tracing_subscriber::filter::LevelFilter::INFO);
+    tracing_subscriber::registry().with(stderr).with(clients).init();
     let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
         Ok(rt) => rt,
         Err(e) => {
@@ -515,7 +622,9 @@ fn main() {
     let code = runtime.block_on(async {
         match cli.command {
             Command::Run(args) => run(args).await,
-            Command::Tools { config, example_tools, typescript } => list_tools(config, example_tools, typescript).await,
+            Command::Tools { config, example_tools, typescript, json } => {
+                list_tools(config, example_tools, typescript, json).await
+            }
             Command::Mcp(args) => serve(args, None).await,
             Command::Serve { common, listen, allow_remote, token_env, tls_cert, tls_key, allow_origins } => {
                 serve(
@@ -531,6 +640,7 @@ fn main() {
                 })
             }
             Command::Init { path, force } => init(&path, force),
+            Command::Auth { command } => auth(command).await,
             Command::SandboxCheck { worker } => {
                 codemode::sandbox_report::check(&worker.unwrap_or_else(codemode::default_worker_path))
             }

@@ -2,7 +2,10 @@
 //! terminal (`/dev/tty`, so that a program read from standard input still can), or is
 //! allowed up front by `--approve PLUGIN.TOOL` / `--approve-all` for scripted use.
 //! Without a terminal and without those flags, the call is refused with a message that
-//! says which flag allows it. Plugins' own questions (`ctx.approve`) take the same path.
+//! says which flag allows it. Plugins' own questions (`ctx.approve`) take the same path,
+//! and so do the forms an MCP server asks to fill in during a call (elicitation): each
+//! field is asked on the terminal (Enter keeps its default), or `--accept-defaults`
+//! answers them with the server's defaults.
 //!
 //! Which calls ask is decided by one pure function ([`decide`]); asking is serialised,
 //! so that concurrent calls never interleave their prompts.
@@ -15,7 +18,8 @@ use futures::future::BoxFuture;
 use serde_json::Value;
 
 use crate::executor::CallHooks;
-use crate::tool::{Approval, ApprovalAnswer, ApprovalQuestion, Approver, Tool};
+use crate::tool::form::Form;
+use crate::tool::{Approval, ApprovalAnswer, ApprovalQuestion, Approver, CallProgress, ProgressSink, Tool};
 
 /// The terminal the person answers on.
 const TERMINAL: &str = "/dev/tty";
@@ -30,11 +34,14 @@ pub struct PreApproved {
     pub all: bool,
     /// `--approve PLUGIN.TOOL` (also written `tools.PLUGIN.TOOL`), each.
     pub tools: BTreeSet<String>,
+    /// `--accept-defaults`: a form a tool's server asks to fill in is answered with its
+    /// defaults.
+    pub accept_defaults: bool,
 }
 
 impl PreApproved {
     /// From the flags; a name without a `.` is refused with what to write.
-    pub fn new(all: bool, tools: &[String]) -> Result<Self, String> {
+    pub fn new(all: bool, tools: &[String], accept_defaults: bool) -> Result<Self, String> {
         let mut set = BTreeSet::new();
         for name in tools {
             let name = name.strip_prefix("tools.").unwrap_or(name);
@@ -45,7 +52,7 @@ impl PreApproved {
             }
             set.insert(name.to_string());
         }
-        Ok(Self { all, tools: set })
+        Ok(Self { all, tools: set, accept_defaults })
     }
 }
 
@@ -173,30 +180,134 @@ impl CallHooks for TerminalApprovals {
     fn after(&self, _plugin: &str, _tool: &str, _ok: bool) {}
 }
 
+
 impl Approver for TerminalApprovals {
     fn ask(&self, question: ApprovalQuestion) -> BoxFuture<'static, ApprovalAnswer> {
         let name = format!("{}.{}", question.plugin, question.tool);
-        if self.flags.all || self.flags.tools.contains(&name) {
-            return Box::pin(async { ApprovalAnswer { approved: true, reason: None } });
-        }
+        let form = match question.form.as_ref().map(Form::from_schema) {
+            Some(Err(why)) => {
+                let answer = ApprovalAnswer::refused(format!("tools.{name} asked for a form codemode cannot show ({why})"));
+                return Box::pin(async move { answer });
+            }
+            Some(Ok(form)) if !form.is_question() => Some(form),
+            _ => None,
+        };
         let details = question.details.as_ref().map(|d| serde_json::to_string_pretty(d).unwrap_or_default());
-        let text = format!(
-            "codemode: tools.{name} asks: {}\n{}",
-            question.message,
-            details.map(|d| format!("{}\n", shown(&d))).unwrap_or_default()
-        );
-        let asked = Self::prompt(Arc::clone(&self.asking), text);
+        let mut text = format!("codemode: tools.{name} asks: {}\n", question.message);
+        if let Some(details) = details {
+            text.push_str(&format!("{}\n", shown(&details)));
+        }
+        if let Some(link) = &question.link {
+            text.push_str(&format!("Open this page to continue: {link}\n"));
+        }
+        let Some(form) = form else {
+            if self.flags.all || self.flags.tools.contains(&name) {
+                return Box::pin(async { ApprovalAnswer::allowed() });
+            }
+            let asked = Self::prompt(Arc::clone(&self.asking), text);
+            return Box::pin(async move {
+                match asked.await {
+                    Ok(true) => ApprovalAnswer::allowed(),
+                    Ok(false) => ApprovalAnswer::refused("the person declined"),
+                    Err(why) => ApprovalAnswer::refused(format!("{why}: pass --approve {name} (or --approve-all) to allow it")),
+                }
+            });
+        };
+        if self.flags.accept_defaults {
+            let answer = form.complete(serde_json::Map::new());
+            let missing: Vec<String> = form.missing(&answer).into_iter().map(str::to_owned).collect();
+            return Box::pin(async move {
+                if missing.is_empty() {
+                    ApprovalAnswer::filled(answer)
+                } else {
+                    ApprovalAnswer::refused(format!(
+                        "tools.{name} asks for {} without a default, so --accept-defaults cannot answer: run it on a terminal to fill the form in",
+                        missing.join(", ")
+                    ))
+                }
+            });
+        }
+        let asking = Arc::clone(&self.asking);
         Box::pin(async move {
-            match asked.await {
-                Ok(true) => ApprovalAnswer { approved: true, reason: None },
-                Ok(false) => ApprovalAnswer { approved: false, reason: Some("the person declined".into()) },
-                Err(why) => ApprovalAnswer {
-                    approved: false,
-                    reason: Some(format!("{why}: pass --approve {name} (or --approve-all) to allow it")),
-                },
+            let _one = asking.lock().await;
+            let filled = tokio::task::spawn_blocking(move || fill_on_terminal(&text, &form))
+                .await
+                .map_err(|e| format!("asking on the terminal failed: {e}"))
+                .and_then(|r| r);
+            match filled {
+                Ok(Some(answer)) => ApprovalAnswer::filled(answer),
+                Ok(None) => ApprovalAnswer::refused("the person declined"),
+                Err(why) => ApprovalAnswer::refused(format!(
+                    "{why}: pass --accept-defaults to answer forms with their defaults"
+                )),
             }
         })
     }
+}
+
+impl ProgressSink for TerminalApprovals {
+    /// `codemode run` prints only the program's outcome: progress is logged (`--log info`).
+    fn progress(&self, report: CallProgress) {
+        let of = report.total.map(|t| format!("/{t}")).unwrap_or_default();
+        tracing::info!(plugin = %report.plugin, "tools.{}.{}: {}{of} {}", report.plugin, report.tool, report.progress, report.message.unwrap_or_default());
+    }
+}
+
+/// Asks on the terminal whether to fill in `form`, then for each field (Enter keeps its
+/// default, and a wrong answer is asked again); `None` when the person declines.
+fn fill_on_terminal(header: &str, form: &Form) -> Result<Option<serde_json::Map<String, Value>>, String> {
+    let terminal = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(TERMINAL)
+        .map_err(|e| format!("there is no terminal to ask on ({TERMINAL}: {e})"))?;
+    let mut reader = std::io::BufReader::new(&terminal);
+    let mut ask = |text: &str| -> Result<String, String> {
+        let mut writer = &terminal;
+        write!(writer, "{}", printable(text))
+            .and_then(|()| writer.flush())
+            .map_err(|e| format!("writing to {TERMINAL} failed: {e}"))?;
+        let mut line = String::new();
+        reader.read_line(&mut line).map_err(|e| format!("reading {TERMINAL} failed: {e}"))?;
+        Ok(line)
+    };
+    let start = ask(&format!("{header}Fill in the form? [y/N] "))?;
+    if !matches!(start.trim().to_ascii_lowercase().as_str(), "y" | "yes") {
+        return Ok(None);
+    }
+    let mut answer = serde_json::Map::new();
+    for field in &form.fields {
+        let mut prompt = format!("  {}", field.label);
+        if let Some(description) = &field.description {
+            prompt.push_str(&format!(" ({description})"));
+        }
+        if let Some(default) = &field.default {
+            prompt.push_str(&format!(" [{default}]"));
+        } else if field.required {
+            prompt.push_str(" (required)");
+        }
+        prompt.push_str(": ");
+        for attempt in 0.. {
+            match Form::parse(field, &ask(&prompt)?) {
+                Ok(Some(value)) => {
+                    answer.insert(field.name.clone(), value);
+                    break;
+                }
+                Ok(None) if !field.required || field.default.is_some() => break,
+                Ok(None) => ask_again(&terminal, "  it is required")?,
+                Err(why) => ask_again(&terminal, &format!("  {why}"))?,
+            }
+            if attempt >= 2 {
+                return Err(format!("no usable answer for {}", field.label));
+            }
+        }
+    }
+    Ok(Some(form.complete(answer)))
+}
+
+/// Says on the terminal why an answer was not taken.
+fn ask_again(mut terminal: &std::fs::File, why: &str) -> Result<(), String> {
+    writeln!(terminal, "{}", printable(why)).map_err(|e| format!("writing to {TERMINAL} failed: {e}"))
 }
 
 #[cfg(test)]
@@ -212,8 +323,8 @@ mod tests {
     #[test]
     fn flags_allow_up_front_and_once_is_remembered() {
         let none = PreApproved::default();
-        let one = PreApproved::new(false, &["tools.notes.delete".into()]).unwrap();
-        let all = PreApproved::new(true, &[]).unwrap();
+        let one = PreApproved::new(false, &["tools.notes.delete".into()], false).unwrap();
+        let all = PreApproved::new(true, &[], false).unwrap();
         let empty = BTreeSet::new();
         assert_eq!(decide(Approval::Never, "notes.add", &none, &empty), Decision::Allow);
         assert_eq!(decide(Approval::Always, "notes.delete", &none, &empty), Decision::Ask { once: false });
@@ -224,7 +335,7 @@ mod tests {
         let approved: BTreeSet<String> = ["notes.sync".to_string()].into();
         assert_eq!(decide(Approval::OncePerSession, "notes.sync", &none, &approved), Decision::Allow);
         assert_eq!(
-            PreApproved::new(false, &["delete".into()]).unwrap_err(),
+            PreApproved::new(false, &["delete".into()], false).unwrap_err(),
             "--approve delete: name the tool as PLUGIN.TOOL (for example --approve notes.delete)"
         );
     }

@@ -9,7 +9,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use codemode::plugins::mcp::{McpConfig, McpPlugin, McpTransport};
+use codemode::plugins::mcp::{HttpServer, McpConfig, McpPlugin, McpTransport};
 use codemode::plugins::settings::SettingValue;
 use codemode::plugins::PluginHost;
 use codemode::{Catalog, Executor, LaunchMode, Limits};
@@ -157,7 +157,7 @@ async fn the_mcp_everything_server_over_http() {
     }
     let plugin = McpPlugin::new(McpConfig {
         name: "everything".into(),
-        transport: McpTransport::Http { url: format!("http://127.0.0.1:{port}/mcp") },
+        transport: McpTransport::Http(HttpServer::new(format!("http://127.0.0.1:{port}/mcp"))),
         call_timeout: Duration::from_secs(30),
     });
     let host = Arc::new(PluginHost::new(Catalog::new(), vec![]).with_mcp(vec![plugin]));

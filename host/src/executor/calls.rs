@@ -10,12 +10,13 @@ use serde_json::value::RawValue;
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
-use crate::tool::{Approver, CallContext, Caller, Catalog, Tool};
+use crate::tool::{Approver, CallContext, Caller, Catalog, ProgressSink, Tool};
 
 /// What a caller may add around each tool call of a program: a check before it (for
-/// approvals), a report after it (for progress), and someone to ask when a plugin asks
-/// for a person's approval during a call ([`Approver`]).
-pub trait CallHooks: Approver {
+/// approvals), a report after it (for progress), someone to ask when a tool asks a
+/// person something during a call ([`Approver`]), and someone to hear how long calls
+/// are going ([`ProgressSink`]).
+pub trait CallHooks: Approver + ProgressSink {
     /// Runs before the call; an `Err` rejects it in the program with that message, and
     /// the tool never runs.
     fn before(&self, plugin: &str, tool: &Tool, input: &Value) -> BoxFuture<'static, Result<(), String>>;
@@ -107,6 +108,7 @@ pub(super) async fn serve_call(
                                 caller,
                                 cancel,
                                 approver: hooks.clone().map(|h| h as Arc<dyn Approver>),
+                                progress: hooks.clone().map(|h| h as Arc<dyn ProgressSink>),
                             },
                         )
                         .await

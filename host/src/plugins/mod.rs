@@ -38,7 +38,7 @@ struct McpTool {
 impl ToolHandler for McpTool {
     fn call(&self, input: Value, context: CallContext) -> BoxFuture<'static, ToolResult> {
         let (plugin, tool) = (Arc::clone(&self.plugin), self.tool.clone());
-        Box::pin(async move { plugin.call_tool(&tool, input, context.cancel.clone()).await })
+        Box::pin(async move { plugin.call_tool(&tool, input, context).await })
     }
 }
 

@@ -686,7 +686,13 @@ impl PluginRequests {
                 };
                 // What the person reads is the plugin's text: kept short enough to read.
                 let message: String = params.message.chars().take(MAX_APPROVAL_MESSAGE_CHARS).collect();
-                let question = ApprovalQuestion { plugin: plugin.to_string(), tool, message, details: params.details };
+                let question = ApprovalQuestion {
+                    plugin: plugin.to_string(),
+                    tool,
+                    message,
+                    details: params.details,
+                    ..ApprovalQuestion::default()
+                };
                 let token = self.dead.child_token();
                 self.running.lock().unwrap_or_else(|p| p.into_inner()).insert(id.clone(), token.clone());
                 let (stdin, running, dead) = (Arc::clone(&self.stdin), Arc::clone(&self.running), self.dead.clone());
@@ -696,7 +702,7 @@ impl PluginRequests {
                         () = token.cancelled() => return,
                     };
                     running.lock().unwrap_or_else(|p| p.into_inner()).remove(&id);
-                    let answer = Ok(serde_json::to_value(answer).unwrap_or(Value::Null));
+                    let answer = Ok(serde_json::to_value(answer.wire()).unwrap_or(Value::Null));
                     let _ = write_line(&stdin, &dead, &Outgoing::Answer(id, answer)).await;
                 });
             }

@@ -143,6 +143,9 @@ pub fn origin_allowed(origin: &str, loopback_server: bool, allowed: &[String]) -
 pub struct HttpOptions {
     /// The bearer token every request must carry, when set.
     pub token: Option<String>,
+    /// The operator's token (`[server] client_logs = { token_env }`): accepted as well,
+    /// and its sessions receive codemode's log.
+    pub operator_token: Option<String>,
     /// Browser origins allowed besides the loopback ones (on a loopback server).
     pub allowed_origins: Vec<String>,
     /// MCP sessions open at once, at most.
@@ -246,7 +249,9 @@ fn check_request<B>(request: &http::Request<B>, options: &HttpOptions, loopback:
         }
     }
     if let Some(token) = &options.token {
-        if !authorized(request.headers().get(http::header::AUTHORIZATION), token) {
+        let header = request.headers().get(http::header::AUTHORIZATION);
+        let operator = options.operator_token.as_deref().is_some_and(|t| authorized(header, t));
+        if !operator && !authorized(header, token) {
             let mut response = text_response(
                 http::StatusCode::UNAUTHORIZED,
                 "a bearer token is required: send Authorization: Bearer <token>\n",
@@ -454,7 +459,12 @@ mod tests {
 
     #[test]
     fn only_mcp_is_served_and_bad_origins_and_tokens_are_refused_in_that_order() {
-        let options = HttpOptions { token: Some("t".into()), max_sessions: 4, ..HttpOptions::default() };
+        let options = HttpOptions {
+            token: Some("t".into()),
+            operator_token: Some("operator".into()),
+            max_sessions: 4,
+            ..HttpOptions::default()
+        };
         let request = |path: &str, origin: Option<&str>, token: Option<&str>| {
             let mut r = http::Request::builder().uri(path);
             if let Some(o) = origin {
@@ -475,6 +485,8 @@ mod tests {
         assert_eq!(status(&request("/mcp", Some("http://localhost:1"), None)), 401);
         assert_eq!(status(&request("/mcp?x=1", Some("http://localhost:1"), Some("t"))), 200);
         assert_eq!(status(&request("/mcp", None, Some("t"))), 200);
+        assert_eq!(status(&request("/mcp", None, Some("operator"))), 200, "the operator's token is a token too");
+        assert_eq!(status(&request("/mcp", None, Some("operato"))), 401);
     }
 
     #[test]

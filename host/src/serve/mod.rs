@@ -7,11 +7,14 @@
 //!   instructions with every plugin's rules);
 //! - [`cut`]: shrinking outputs to the configured cap, keeping JSON valid;
 //! - [`media`]: images and audio in a returned value, attached as MCP content;
+//! - [`logs`]: codemode's log as MCP log notifications, for the sessions the operator
+//!   chose;
 //! - [`http`]: the streamable HTTP listener with its bearer-token check.
 
 pub mod cut;
 pub mod description;
 pub mod http;
+pub mod logs;
 pub mod media;
 pub mod server;
 

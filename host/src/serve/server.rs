@@ -15,15 +15,23 @@
 //!   `requires_approval` asks the person through MCP elicitation first.
 //! - When the catalog changes, every connected client gets
 //!   `notifications/tools/list_changed`, and the next list reflects the change.
+//! - **Logging** ([`super::logs`]): sessions the operator chose receive codemode's log
+//!   (plugins' stderr and console lines, codemode's warnings) as `notifications/message`,
+//!   from the level they set with `logging/setLevel`.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use futures::future::BoxFuture;
+// MCP's logging is deprecated by SEP-2577 for revisions after 2025-11-25, the newest this
+// server negotiates; its clients still use it.
+#[allow(deprecated)]
+use rmcp::model::{LoggingLevel, LoggingMessageNotificationParam, SetLevelRequestParams};
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, ElicitRequestParams, ElicitationAction,
-    ElicitationSchema, Implementation, ListToolsResult, PaginatedRequestParams, ProgressNotificationParam,
-    ProgressToken, ProtocolVersion, ServerCapabilities, ServerConfig as InitializeInfo, Tool as McpTool,
+    ElicitationSchema, Implementation, InitializeRequestParams, InitializeResult, ListToolsResult,
+    PaginatedRequestParams, ProgressNotificationParam, ProgressToken, ProtocolVersion, ServerCapabilities,
+    ServerConfig as InitializeInfo, Tool as McpTool,
 };
 use rmcp::service::{NotificationContext, RequestContext};
 use rmcp::{ErrorData, Peer, RoleServer, ServerHandler};
@@ -31,13 +39,16 @@ use serde_json::{json, Value};
 use tokio::sync::Semaphore;
 
 use super::cut::{cut_json, cut_text};
+use super::logs;
 use super::description::{execute_description, instructions};
 use crate::config::{ServerConfig, ServerMode, ToolNames};
 use crate::executor::{CallHooks, Executor, Program};
 use crate::limits::Limits;
 use crate::outcome::{Outcome, OutcomeKind};
+use crate::tool::form::Form;
 use crate::tool::{
-    Approval, ApprovalAnswer, ApprovalQuestion, Approver, CallContext, Caller, Catalog, Content, Tool, ToolResult,
+    Approval, ApprovalAnswer, ApprovalQuestion, Approver, CallContext, CallProgress, Caller, Catalog, Content,
+    ProgressSink, Tool, ToolResult,
 };
 
 /// The name of the code-mode tool.
@@ -54,10 +65,23 @@ pub struct CodemodeServer {
 }
 
 /// What one MCP session remembers.
-#[derive(Default)]
 struct Session {
     /// Tools approved "once" in this session (`plugin`, `tool`): later calls run.
     approved_once: std::sync::Mutex<std::collections::HashSet<(String, String)>>,
+    /// The session receives codemode's log (decided at `initialize`).
+    gets_logs: std::sync::atomic::AtomicBool,
+    /// The least severe log level it receives (`logging/setLevel`).
+    log_level: std::sync::Mutex<logs::Level>,
+}
+
+impl Default for Session {
+    fn default() -> Self {
+        Self {
+            approved_once: Default::default(),
+            gets_logs: Default::default(),
+            log_level: std::sync::Mutex::new(logs::Level::Info),
+        }
+    }
 }
 
 struct Shared {
@@ -66,15 +90,29 @@ struct Shared {
     config: ServerConfig,
     instructions: String,
     programs: Semaphore,
+    /// Which sessions receive codemode's log, and the operator token that names them.
+    client_logs: logs::ClientLogs,
+    log_token: Option<String>,
 }
 
 impl CodemodeServer {
     /// A server running programs on `executor` under `limits`, presenting the tools as
     /// `config` says, with `rules` (each plugin's, under its heading) as instructions.
-    pub fn new(executor: Arc<Executor>, limits: Limits, config: ServerConfig, rules: &str) -> Self {
+    ///
+    /// `client_logs` says which sessions receive codemode's log (`log_token`: the value
+    /// of its `token_env`, read by the caller).
+    pub fn new(
+        executor: Arc<Executor>,
+        limits: Limits,
+        config: ServerConfig,
+        rules: &str,
+        client_logs: logs::ClientLogs,
+        log_token: Option<String>,
+    ) -> Self {
         let instructions = instructions(rules, config.mode, config.tool_names);
         let programs = Semaphore::new(config.max_concurrent_programs.max(1));
-        Self { shared: Arc::new(Shared { executor, limits, config, instructions, programs }), session: Arc::default() }
+        let shared = Shared { executor, limits, config, instructions, programs, client_logs, log_token };
+        Self { shared: Arc::new(shared), session: Arc::default() }
     }
 
     /// The server for a new session: the same tools and programs, with nothing the
@@ -196,7 +234,8 @@ impl CodemodeServer {
             call_id: 0,
             caller: Arc::new(Caller { call_id: Some(request_id(&ctx)), ..Caller::default() }),
             cancel: ctx.ct.clone(),
-            approver: Some(hooks as Arc<dyn Approver>),
+            approver: Some(Arc::clone(&hooks) as Arc<dyn Approver>),
+            progress: Some(hooks as Arc<dyn ProgressSink>),
         };
         Ok(match tool.run_validated(input, context).await {
             Ok(result) => tool_result(result, self.shared.config.output_bytes),
@@ -206,8 +245,11 @@ impl CodemodeServer {
 }
 
 impl ServerHandler for CodemodeServer {
+    #[allow(deprecated)] // `logging` (see the imports)
     fn get_info(&self) -> InitializeInfo {
-        InitializeInfo::new(ServerCapabilities::builder().enable_tools().enable_tool_list_changed().build())
+        let capabilities =
+            ServerCapabilities::builder().enable_tools().enable_tool_list_changed().enable_logging().build();
+        InitializeInfo::new(capabilities)
             .with_server_info(Implementation::new("codemode", env!("CARGO_PKG_VERSION")))
             .with_instructions(self.shared.instructions.clone())
     }
@@ -217,6 +259,52 @@ impl ServerHandler for CodemodeServer {
     /// replace.
     fn supported_protocol_versions(&self) -> std::borrow::Cow<'static, [ProtocolVersion]> {
         std::borrow::Cow::Borrowed(ProtocolVersion::known_up_to(&ProtocolVersion::V_2025_11_25))
+    }
+
+    /// Also decides whether this session receives codemode's log: from the operator's
+    /// `client_logs`, and the `Authorization` of the HTTP request (none on stdio).
+    async fn initialize(
+        &self,
+        request: InitializeRequestParams,
+        ctx: RequestContext<RoleServer>,
+    ) -> Result<InitializeResult, ErrorData> {
+        let authorization = ctx
+            .extensions
+            .get::<http::request::Parts>()
+            .and_then(|parts| parts.headers.get(http::header::AUTHORIZATION))
+            .and_then(|value| value.to_str().ok());
+        let gets_logs =
+            logs::session_gets_logs(&self.shared.client_logs, authorization, self.shared.log_token.as_deref());
+        self.session.gets_logs.store(gets_logs, Ordering::Relaxed);
+        ctx.peer.set_peer_info(request.clone());
+        self.negotiate_initialize(&request)
+    }
+
+    /// `logging/setLevel`: the least severe level this session receives. A session the
+    /// operator did not open the log to is told so once.
+    #[allow(deprecated)]
+    async fn set_level(&self, request: SetLevelRequestParams, ctx: RequestContext<RoleServer>) -> Result<(), ErrorData> {
+        let level = match request.level {
+            LoggingLevel::Debug => logs::Level::Debug,
+            LoggingLevel::Info => logs::Level::Info,
+            LoggingLevel::Notice => logs::Level::Notice,
+            LoggingLevel::Warning => logs::Level::Warning,
+            _ => logs::Level::Error,
+        };
+        *self.session.log_level.lock().unwrap_or_else(|p| p.into_inner()) = level;
+        if !self.session.gets_logs.load(Ordering::Relaxed) {
+            let peer = ctx.peer.clone();
+            tokio::spawn(async move {
+                let note = "this server sends its log only to sessions its operator chose ([server] client_logs)";
+                let _ = peer
+                    .notify_logging_message(
+                        LoggingMessageNotificationParam::new(LoggingLevel::Notice, Value::String(note.into()))
+                            .with_logger("codemode"),
+                    )
+                    .await;
+            });
+        }
+        Ok(())
     }
 
     async fn list_tools(
@@ -246,6 +334,9 @@ impl ServerHandler for CodemodeServer {
     }
 
     async fn on_initialized(&self, ctx: NotificationContext<RoleServer>) {
+        if self.session.gets_logs.load(Ordering::Relaxed) {
+            forward_logs(ctx.peer.clone(), Arc::clone(&self.session));
+        }
         // Tell this client whenever the catalog changes, for as long as it is connected.
         // The task ends when the client is gone (checked on every change and every
         // half minute), so ended sessions leave nothing behind.
@@ -268,6 +359,44 @@ impl ServerHandler for CodemodeServer {
             }
         });
     }
+}
+
+/// Sends this session codemode's log lines at or above its level, as
+/// `notifications/message`, until the client is gone. A session too slow to keep up
+/// skips lines (and is told how many).
+#[allow(deprecated)]
+fn forward_logs(peer: Peer<RoleServer>, session: Arc<Session>) {
+    let mut lines = logs::subscribe();
+    tokio::spawn(async move {
+        loop {
+            let line = match lines.recv().await {
+                Ok(line) => line,
+                Err(tokio::sync::broadcast::error::RecvError::Lagged(skipped)) => logs::LogLine {
+                    level: logs::Level::Warning,
+                    logger: "codemode".into(),
+                    text: format!("{skipped} log lines were skipped: this session read them too slowly"),
+                },
+                Err(tokio::sync::broadcast::error::RecvError::Closed) => return,
+            };
+            if peer.is_transport_closed() {
+                return;
+            }
+            if line.level < *session.log_level.lock().unwrap_or_else(|p| p.into_inner()) {
+                continue;
+            }
+            let level = match line.level {
+                logs::Level::Debug => LoggingLevel::Debug,
+                logs::Level::Info => LoggingLevel::Info,
+                logs::Level::Notice => LoggingLevel::Notice,
+                logs::Level::Warning => LoggingLevel::Warning,
+                logs::Level::Error => LoggingLevel::Error,
+            };
+            let message = LoggingMessageNotificationParam::new(level, Value::String(line.text)).with_logger(line.logger);
+            if peer.notify_logging_message(message).await.is_err() {
+                return;
+            }
+        }
+    });
 }
 
 /// The request's id as text, for the tool calls' context.
@@ -473,10 +602,27 @@ impl CallHooks for Hooks {
     }
 
     fn after(&self, plugin: &str, tool: &str, ok: bool) {
+        self.notify(format!("tools.{plugin}.{tool} {}", if ok { "answered" } else { "failed" }));
+    }
+}
+
+impl Hooks {
+    /// Sends one progress notification for the request (when it asked for progress).
+    /// Its value counts the notifications, so it grows with every one as MCP requires;
+    /// the message says which call and what happened.
+    fn notify(&self, message: String) {
         let (Some(progress), Some(token)) = (&self.progress, &self.progress_token) else { return };
-        let done = self.finished.fetch_add(1, Ordering::Relaxed) + 1;
-        let message = format!("tools.{plugin}.{tool} {}", if ok { "answered" } else { "failed" });
-        let _ = progress.send(ProgressNotificationParam::new(token.clone(), done as f64).with_message(message));
+        let sent = self.finished.fetch_add(1, Ordering::Relaxed) + 1;
+        let _ = progress.send(ProgressNotificationParam::new(token.clone(), sent as f64).with_message(message));
+    }
+}
+
+impl ProgressSink for Hooks {
+    /// A tool's own progress reaches the agent as the execute request's progress.
+    fn progress(&self, report: CallProgress) {
+        let of = report.total.map(|t| format!(" of {t}")).unwrap_or_default();
+        let says = report.message.map(|m| format!(": {m}")).unwrap_or_default();
+        self.notify(format!("tools.{}.{} at {}{of}{says}", report.plugin, report.tool, report.progress));
     }
 }
 
@@ -491,7 +637,7 @@ pub struct Approvals;
 
 /// What the person said, or why nobody could be asked.
 enum Asked {
-    Accepted,
+    Accepted(Option<serde_json::Map<String, Value>>),
     Declined,
     Cancelled,
     CannotAsk,
@@ -516,7 +662,7 @@ impl Approvals {
             cut_text(&shown, 4096).text
         );
         match Self::elicit(&peer, message).await {
-            Asked::Accepted => Ok(()),
+            Asked::Accepted(_) => Ok(()),
             Asked::Declined => Err(format!("the person declined the call to {name}")),
             Asked::Cancelled => Err(format!("the person cancelled the approval of {name}, so it did not run")),
             Asked::CannotAsk => Err(format!(
@@ -526,7 +672,9 @@ impl Approvals {
         }
     }
 
-    /// Asks the client's person what a plugin asked during a call (`host/approve`).
+    /// Asks the client's person what a tool asked during a call: a plugin's
+    /// `host/approve`, or a form or page its MCP server asked about (passed on as the
+    /// same kind of elicitation, its answer completed with the form's defaults).
     pub async fn ask_for_plugin(peer: Peer<RoleServer>, question: ApprovalQuestion) -> ApprovalAnswer {
         let mut message =
             format!("The tool {} of plugin {} asks: {}", question.tool, question.plugin, question.message.trim());
@@ -534,29 +682,71 @@ impl Approvals {
             let shown = serde_json::to_string_pretty(details).unwrap_or_default();
             message.push_str(&format!("\n\n{}", cut_text(&shown, 4096).text));
         }
-        let refused = |reason: String| ApprovalAnswer { approved: false, reason: Some(reason) };
-        match Self::elicit(&peer, message).await {
-            Asked::Accepted => ApprovalAnswer { approved: true, reason: None },
-            Asked::Declined => refused("the person declined".into()),
-            Asked::Cancelled => refused("the person cancelled the question".into()),
-            Asked::CannotAsk => refused("nobody can be asked: this MCP client does not support elicitation".into()),
-            Asked::Failed(e) => refused(format!("asking the person failed: {e}")),
+        let form = match question.form.as_ref().map(|schema| (Form::from_schema(schema), schema)) {
+            Some((Ok(form), schema)) => Some((form, schema.clone())),
+            Some((Err(why), _)) => return ApprovalAnswer::refused(format!("the form cannot be shown: {why}")),
+            None => None,
+        };
+        let asked = match (&question.link, &form) {
+            (Some(link), _) => Self::elicit_link(&peer, message, link.clone()).await,
+            (None, Some((_, schema))) => Self::elicit_form(&peer, message, schema.clone()).await,
+            (None, None) => Self::elicit(&peer, message).await,
+        };
+        match asked {
+            Asked::Accepted(content) => match form {
+                Some((form, _)) => ApprovalAnswer::filled(form.complete(content.unwrap_or_default())),
+                None => ApprovalAnswer::allowed(),
+            },
+            Asked::Declined => ApprovalAnswer::refused("the person declined"),
+            Asked::Cancelled => ApprovalAnswer::dismissed("the person cancelled the question"),
+            Asked::CannotAsk => {
+                ApprovalAnswer::refused("nobody can be asked: this MCP client does not support elicitation")
+            }
+            Asked::Failed(e) => ApprovalAnswer::refused(format!("asking the person failed: {e}")),
         }
     }
 
+    /// A yes-or-no question (an elicitation with an empty form).
     async fn elicit(peer: &Peer<RoleServer>, message: String) -> Asked {
-        let can_ask = peer.peer_info().is_some_and(|info| info.capabilities.elicitation.is_some());
-        if !can_ask {
+        Self::elicit_form(peer, message, json!({ "type": "object", "properties": {} })).await
+    }
+
+    /// A form, as the server's own elicitation.
+    async fn elicit_form(peer: &Peer<RoleServer>, message: String, schema: Value) -> Asked {
+        if !peer.peer_info().is_some_and(|info| info.capabilities.elicitation.is_some()) {
             return Asked::CannotAsk;
         }
-        let schema = match ElicitationSchema::from_json_schema(object(json!({ "type": "object", "properties": {} }))) {
+        let schema = match ElicitationSchema::from_json_schema(object(schema)) {
             Ok(schema) => schema,
             Err(e) => return Asked::Failed(e.to_string()),
         };
-        let request = ElicitRequestParams::FormElicitationParams { meta: None, message, requested_schema: schema };
+        Self::send(peer, ElicitRequestParams::FormElicitationParams { meta: None, message, requested_schema: schema })
+            .await
+    }
+
+    /// A page to open: URL elicitation where the client supports it, else a question
+    /// whose text holds the link.
+    async fn elicit_link(peer: &Peer<RoleServer>, message: String, url: String) -> Asked {
+        let url_mode = peer
+            .peer_info()
+            .and_then(|info| info.capabilities.elicitation.as_ref().map(|e| e.url.is_some()))
+            .unwrap_or(false);
+        if !url_mode {
+            return Self::elicit(peer, format!("{message}\n\nOpen this page to continue: {url}")).await;
+        }
+        let id = format!("codemode-{}", ELICITATIONS.fetch_add(1, Ordering::Relaxed));
+        Self::send(peer, ElicitRequestParams::UrlElicitationParams { meta: None, message, url, elicitation_id: id })
+            .await
+    }
+
+    /// Sends an elicitation and reads the person's action.
+    async fn send(peer: &Peer<RoleServer>, request: ElicitRequestParams) -> Asked {
         match peer.create_elicitation(request).await {
             Ok(answer) => match answer.action {
-                ElicitationAction::Accept => Asked::Accepted,
+                ElicitationAction::Accept => Asked::Accepted(match answer.content {
+                    Some(Value::Object(map)) => Some(map),
+                    _ => None,
+                }),
                 ElicitationAction::Decline => Asked::Declined,
                 _ => Asked::Cancelled,
             },
@@ -564,6 +754,9 @@ impl Approvals {
         }
     }
 }
+
+/// Numbers URL elicitations.
+static ELICITATIONS: AtomicU64 = AtomicU64::new(1);
 
 #[cfg(test)]
 mod tests {

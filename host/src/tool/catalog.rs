@@ -18,7 +18,7 @@ use super::Tool;
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 pub enum CatalogError {
     /// A plugin or tool name breaks the naming rule.
-    #[error("plugin {plugin:?}: {what} name {name:?} is invalid: use 1 to 64 letters, digits, '_' or '-'")]
+    #[error("plugin {plugin:?}: {what} name {name:?} is invalid: use {}", if *.what == "tool" { "1 to 128 letters, digits, '_', '-' or '.'" } else { "1 to 64 letters, digits, '_' or '-'" })]
     InvalidName {
         /// The plugin.
         plugin: String,
@@ -49,9 +49,17 @@ pub enum CatalogError {
     },
 }
 
-/// True for 1 to 64 letters, digits, `_` or `-`.
+/// A plugin name: true for 1 to 64 letters, digits, `_` or `-`.
 pub fn is_valid_name(name: &str) -> bool {
     (1..=64).contains(&name.len()) && name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+}
+
+/// A tool name, as MCP (2025-11-25) names tools: 1 to 128 letters, digits, `_`, `-` or
+/// `.` (a program reaches one with other characters than letters, digits, `_` and `$`
+/// through its `_` alias, or with brackets).
+pub fn is_valid_tool_name(name: &str) -> bool {
+    (1..=128).contains(&name.len())
+        && name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-' || b == b'.')
 }
 
 /// Tries a plugin that could not be started again, now (when its backoff allows):
@@ -111,7 +119,7 @@ impl Catalog {
         if !is_valid_name(plugin) {
             return Err(CatalogError::InvalidName { plugin: plugin.into(), what: "plugin", name: plugin.into() });
         }
-        if !is_valid_name(&name) {
+        if !is_valid_tool_name(&name) {
             return Err(CatalogError::InvalidName { plugin: plugin.into(), what: "tool", name });
         }
         let invalid = |field: &'static str, problem: String| CatalogError::InvalidField {

@@ -28,10 +28,13 @@ pub struct CallContext {
     /// Who can ask a person to allow something the call wants to do (a plugin's
     /// `host/approve`); `None` when nobody can be asked.
     pub approver: Option<Arc<dyn Approver>>,
+    /// Who hears how the call is going (its server's progress notifications).
+    pub progress: Option<Arc<dyn ProgressSink>>,
 }
 
-/// What a plugin asks a person to allow during a call (`host/approve`).
-#[derive(Debug, Clone, PartialEq)]
+/// What a tool asks a person during a call: to allow something (a plugin's
+/// `host/approve`), to fill in a form, or to visit a page (an MCP server's elicitation).
+#[derive(Debug, Clone, PartialEq, Default)]
 pub struct ApprovalQuestion {
     /// The plugin.
     pub plugin: String,
@@ -41,10 +44,53 @@ pub struct ApprovalQuestion {
     pub message: String,
     /// What the plugin wants to do, for the person to read.
     pub details: Option<Value>,
+    /// The form to fill in (an elicitation's `requestedSchema`), when the question is
+    /// more than yes or no.
+    pub form: Option<Value>,
+    /// A page the person is asked to open (URL elicitation, for example a sign-in
+    /// elsewhere); accepting means they went there.
+    pub link: Option<String>,
 }
 
-/// The person's answer (`host/approve`'s result).
-pub type ApprovalAnswer = protocol::plugin::ApproveResult;
+/// The person's answer.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct ApprovalAnswer {
+    /// True when the person allowed it (or filled in the form).
+    pub approved: bool,
+    /// Why not, when not (declined, no one to ask, cancelled).
+    pub reason: Option<String>,
+    /// The filled-in form, when the question had one.
+    pub content: Option<serde_json::Map<String, Value>>,
+    /// The person dismissed the question without deciding.
+    pub cancelled: bool,
+}
+
+impl ApprovalAnswer {
+    /// Allowed.
+    pub fn allowed() -> Self {
+        Self { approved: true, ..Self::default() }
+    }
+
+    /// A form, filled in.
+    pub fn filled(content: serde_json::Map<String, Value>) -> Self {
+        Self { approved: true, content: Some(content), ..Self::default() }
+    }
+
+    /// Refused, and why.
+    pub fn refused(reason: impl Into<String>) -> Self {
+        Self { approved: false, reason: Some(reason.into()), ..Self::default() }
+    }
+
+    /// Dismissed without a decision, and why.
+    pub fn dismissed(reason: impl Into<String>) -> Self {
+        Self { cancelled: true, ..Self::refused(reason) }
+    }
+
+    /// As `host/approve`'s result for a plugin.
+    pub fn wire(&self) -> protocol::plugin::ApproveResult {
+        protocol::plugin::ApproveResult { approved: self.approved, reason: self.reason.clone() }
+    }
+}
 
 /// Asks a person to allow something a tool call wants to do.
 pub trait Approver: Send + Sync + 'static {
@@ -52,9 +98,36 @@ pub trait Approver: Send + Sync + 'static {
     fn ask(&self, question: ApprovalQuestion) -> BoxFuture<'static, ApprovalAnswer>;
 }
 
+/// How a long tool call is going, as its server reports it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CallProgress {
+    /// The plugin.
+    pub plugin: String,
+    /// The tool.
+    pub tool: String,
+    /// Done so far (it only grows).
+    pub progress: f64,
+    /// Of how much, when known.
+    pub total: Option<f64>,
+    /// What it is doing.
+    pub message: Option<String>,
+}
+
+/// Hears how the calls of one program are going.
+pub trait ProgressSink: Send + Sync + 'static {
+    /// A call reported progress.
+    fn progress(&self, report: CallProgress);
+}
+
 impl std::fmt::Debug for dyn Approver {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str("Approver")
+    }
+}
+
+impl std::fmt::Debug for dyn ProgressSink {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("ProgressSink")
     }
 }
 

@@ -7,6 +7,7 @@
 //!   each call carries;
 //! - [`schema`]: a tool's compiled JSON Schemas and the messages that name a wrong field;
 //! - [`answer`]: what a program's call resolves or rejects with, given the result;
+//! - [`form`]: a form a tool's server asks a person to fill in during a call;
 //! - [`catalog`]: every plugin's tools, and the plugins that are unavailable.
 //!
 //! A [`Tool`] is a definition, its handler and (once it joins a catalog) its compiled
@@ -14,6 +15,7 @@
 
 pub mod answer;
 pub mod catalog;
+pub mod form;
 pub mod handler;
 pub mod schema;
 pub mod search;
@@ -25,7 +27,9 @@ use futures::FutureExt;
 use serde_json::Value;
 
 pub use catalog::{is_valid_name, Catalog, CatalogError, Recover, Unavailable};
-pub use handler::{ApprovalAnswer, ApprovalQuestion, Approver, CallContext, Caller, FnTool, ToolHandler};
+pub use handler::{
+    ApprovalAnswer, ApprovalQuestion, Approver, CallContext, CallProgress, Caller, FnTool, ProgressSink, ToolHandler,
+};
 pub use protocol::mcp::{
     Annotations, Approval, CallToolResult as ToolResult, Content, ResourceContents, Tool as ToolDefinition,
     ToolAnnotations,
