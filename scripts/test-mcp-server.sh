@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The MCP server with a real client: installs the official MCP Python SDK from PyPI into
 # a virtualenv under target/, then drives `codemode mcp` (stdio) and `codemode serve`
-# (streamable HTTP) with it (tests/mcp/test_mcp_server.py), and the seed-format plugins
+# (streamable HTTP) with it (tests/mcp/test_mcp_server.py), a remote MCP server built with
+# the same SDK as a plugin (tests/mcp/test_remote_plugins.py), and the seed-format plugins
 # behind it (tests/mcp/test_plugin_formats.py). Part of scripts/test.sh.
 source "$(dirname "$0")/lib.sh"
 ensure_system_packages
@@ -9,6 +10,8 @@ cd "$REPO_ROOT"
 ensure_mcp_venv
 [ -x target/release/codemode ] && [ -x target/release/sandbox-worker ] || cargo build --release --workspace --bins
 "$MCP_VENV/bin/python" tests/mcp/test_mcp_server.py target/release/codemode
+# A remote MCP server (the SDK's own, over streamable HTTP) as a plugin.
+"$MCP_VENV/bin/python" tests/mcp/test_remote_plugins.py target/release/codemode
 # The seed systems' plugin formats behind the server (approvals through elicitation).
 [ -d target/formats/zhin/node_modules ] || bash scripts/npm-fixtures.sh
 "$MCP_VENV/bin/python" tests/mcp/test_plugin_formats.py target/release/codemode

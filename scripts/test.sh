@@ -15,6 +15,8 @@ python3 host/tests/fixtures/catalog/check.py >/dev/null
 cargo test --release --workspace
 # The MCP server driven by the official MCP Python SDK (stdio and streamable HTTP).
 bash scripts/test-mcp-server.sh
+# The official MCP conformance suite, codemode as the server and as the client.
+bash scripts/conformance.sh
 # The escape suite: real attacks, JavaScript and native, against the real sandbox; the
 # below-seccomp cases run in the test build of the worker.
 build_test_switch_worker

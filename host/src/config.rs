@@ -41,8 +41,8 @@ use plugin_format::{Format, Layout};
 use protocol::manifest::HostEntry;
 
 use crate::limits::{LimitError, LimitSource, Limits, Setting, Which};
-use crate::plugins::javascript::{JavascriptPlugin, DEFAULT_CPU_STEP_MS, DEFAULT_MEMORY_MIB};
 use crate::oauth::OAuthSettings;
+use crate::plugins::javascript::{JavascriptPlugin, DEFAULT_CPU_STEP_MS, DEFAULT_MEMORY_MIB};
 use crate::plugins::mcp::http::header_name_problem;
 use crate::plugins::mcp::{HttpServer, McpConfig, McpTransport};
 use crate::plugins::process::ProcessConfig;

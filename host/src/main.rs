@@ -27,8 +27,10 @@ use codemode::{Catalog, Executor, LaunchMode, Limits, OutcomeKind, SandboxPolicy
 #[derive(Parser)]
 #[command(name = "codemode", version, about = "Runs agent-written JavaScript programs in sandboxed workers")]
 struct Cli {
-    /// Log verbosity for codemode's own logs on stderr (error, warn, info, debug, trace).
-    #[arg(long, global = true, env = "CODEMODE_LOG", default_value = "warn")]
+    /// Log verbosity on stderr (error, warn, info, debug, trace; or tracing's per-target
+    /// directives). By default the MCP SDK's own log is off: codemode reports what it
+    /// makes fail in its own words.
+    #[arg(long, global = true, env = "CODEMODE_LOG", default_value = "warn,rmcp=off")]
     log: String,
     #[command(subcommand)]
     command: Command,
@@ -464,7 +466,8 @@ async fn run(args: RunArgs) -> anyhow::Result<i32> {
     let executor = Arc::new(builder.build().await.context("starting the executor")?);
     plugins.keep_current(Arc::clone(&executor));
     let approvals =
-        codemode::terminal_approvals::PreApproved::new(args.approve_all, &args.approve, args.accept_defaults).map_err(UsageError)?;
+        codemode::terminal_approvals::PreApproved::new(args.approve_all, &args.approve, args.accept_defaults)
+            .map_err(UsageError)?;
     let hooks = codemode::terminal_approvals::TerminalApprovals::new(approvals);
     let outcome = executor.run(codemode::Program::new(code).hooks(hooks)).await;
     // Ends the template (and the plugins) and removes the pool cgroup before exiting.
@@ -521,11 +524,14 @@ async fn serve(args: ServeArgs, http: Option<Listen>) -> anyhow::Result<i32> {
     );
     plugins.keep_current(Arc::clone(&executor));
     use codemode::serve::logs::ClientLogs;
-    let client_logs = config.server.client_logs.clone().unwrap_or(if http.is_some() { ClientLogs::None } else { ClientLogs::All });
+    let client_logs =
+        config.server.client_logs.clone().unwrap_or(if http.is_some() { ClientLogs::None } else { ClientLogs::All });
     let log_token = match &client_logs {
-        ClientLogs::TokenEnv(variable) => Some(std::env::var(variable).ok().filter(|t| !t.is_empty()).ok_or_else(|| {
-            UsageError(format!("[server] client_logs names the token in {variable}, which is not set"))
-        })?),
+        ClientLogs::TokenEnv(variable) => {
+            Some(std::env::var(variable).ok().filter(|t| !t.is_empty()).ok_or_else(|| {
+                UsageError(format!("[server] client_logs names the token in {variable}, which is not set"))
+            })?)
+        }
         _ => None,
     };
     let server = codemode::serve::CodemodeServer::new(

@@ -180,13 +180,13 @@ impl CallHooks for TerminalApprovals {
     fn after(&self, _plugin: &str, _tool: &str, _ok: bool) {}
 }
 
-
 impl Approver for TerminalApprovals {
     fn ask(&self, question: ApprovalQuestion) -> BoxFuture<'static, ApprovalAnswer> {
         let name = format!("{}.{}", question.plugin, question.tool);
         let form = match question.form.as_ref().map(Form::from_schema) {
             Some(Err(why)) => {
-                let answer = ApprovalAnswer::refused(format!("tools.{name} asked for a form codemode cannot show ({why})"));
+                let answer =
+                    ApprovalAnswer::refused(format!("tools.{name} asked for a form codemode cannot show ({why})"));
                 return Box::pin(async move { answer });
             }
             Some(Ok(form)) if !form.is_question() => Some(form),
@@ -209,7 +209,9 @@ impl Approver for TerminalApprovals {
                 match asked.await {
                     Ok(true) => ApprovalAnswer::allowed(),
                     Ok(false) => ApprovalAnswer::refused("the person declined"),
-                    Err(why) => ApprovalAnswer::refused(format!("{why}: pass --approve {name} (or --approve-all) to allow it")),
+                    Err(why) => {
+                        ApprovalAnswer::refused(format!("{why}: pass --approve {name} (or --approve-all) to allow it"))
+                    }
                 }
             });
         };

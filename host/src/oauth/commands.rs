@@ -16,7 +16,7 @@ pub enum AuthCommandError {
     NotApplicable(String),
     /// The login failed.
     #[error(transparent)]
-    Login(#[from] super::login::LoginError),
+    Login(#[from] Box<super::login::LoginError>),
     /// The token file.
     #[error(transparent)]
     Store(#[from] super::store::StoreError),
@@ -43,9 +43,13 @@ fn server_of(config: &Config, plugin: &str) -> Result<HttpServer, AuthCommandErr
     let configured = config.plugins.iter().find(|p| p.name == plugin);
     let why = match configured {
         Some(p) if !p.enabled => format!("plugin {plugin} is disabled (`enabled = false`)"),
-        Some(p) if p.kind == PluginKind::Mcp => format!("plugin {plugin} is started as a command; only MCP servers at a `url` log in"),
+        Some(p) if p.kind == PluginKind::Mcp => {
+            format!("plugin {plugin} is started as a command; only MCP servers at a `url` log in")
+        }
         Some(p) => format!("plugin {plugin} is a {} plugin; only MCP servers at a `url` log in", p.kind.as_str()),
-        None if known.is_empty() => format!("there is no plugin {plugin}, and no MCP server at a `url` in this configuration"),
+        None if known.is_empty() => {
+            format!("there is no plugin {plugin}, and no MCP server at a `url` in this configuration")
+        }
         None => format!("there is no plugin {plugin}; MCP servers at a `url` here: {}", known.join(", ")),
     };
     Err(AuthCommandError::NotApplicable(why))
@@ -75,7 +79,7 @@ pub async fn login_command(
         client_secret,
         wait,
     };
-    let report = login(&target, announce).await?;
+    let report = login(&target, announce).await.map_err(Box::new)?;
     let scopes = if report.scopes.is_empty() { "none named".to_string() } else { report.scopes.join(" ") };
     Ok(format!(
         "codemode: plugin {plugin} is authorized ({}; scopes: {scopes}); tokens are in {}",

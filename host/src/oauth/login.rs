@@ -138,7 +138,8 @@ pub async fn login(target: &LoginTarget, announce: &dyn Fn(&str)) -> Result<Logi
         server: target.server.clone(),
         cimd: if target.settings.client_metadata_url.is_some() { " (configured)" } else { "" },
     })?;
-    let mut request = AuthorizationRequest::new(redirect_uri.clone()).with_client_name("codemode").with_scopes(scopes.clone());
+    let mut request =
+        AuthorizationRequest::new(redirect_uri.clone()).with_client_name("codemode").with_scopes(scopes.clone());
     let mut registered_secret = None;
     let described = match &identity {
         ClientIdentity::PreRegistered { client_id, client_secret } => {
@@ -245,9 +246,7 @@ fn answer_redirect(
         hyper::Response::builder()
             .status(status)
             .header("content-type", "text/html; charset=utf-8")
-            .body(Full::new(Bytes::from(format!(
-                "<!doctype html><title>codemode</title><p>{text}</p>"
-            ))))
+            .body(Full::new(Bytes::from(format!("<!doctype html><title>codemode</title><p>{text}</p>"))))
             .unwrap_or_default()
     };
     if uri.path() != "/callback" {

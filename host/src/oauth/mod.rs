@@ -69,7 +69,9 @@ impl OAuthSettings {
             }
         }
         if self.redirect_port == Some(0) {
-            return Some("`oauth.redirect_port` must be a port number from 1 to 65535 (leave it out for any free port)".into());
+            return Some(
+                "`oauth.redirect_port` must be a port number from 1 to 65535 (leave it out for any free port)".into(),
+            );
         }
         None
     }
@@ -171,7 +173,9 @@ pub async fn authorized_client(
     let secret = configured.or(saved.client_secret.clone());
     if let (Some(secret), Some(credentials)) = (secret, &saved.credentials) {
         let redirect = saved.redirect_uri.clone().unwrap_or_else(|| server.to_string());
-        manager.configure_client(OAuthClientConfig::new(credentials.client_id.clone(), redirect).with_client_secret(secret))?;
+        manager.configure_client(
+            OAuthClientConfig::new(credentials.client_id.clone(), redirect).with_client_secret(secret),
+        )?;
     }
     Ok(Some(AuthClient::new(http, manager)))
 }
@@ -260,7 +264,10 @@ mod tests {
     #[test]
     fn the_identity_follows_the_specifications_order() {
         let pre = choose_client(Some("id"), Some("s".into()), Some("https://c/m.json"), true, true);
-        assert_eq!(pre, Some(ClientIdentity::PreRegistered { client_id: "id".into(), client_secret: Some("s".into()) }));
+        assert_eq!(
+            pre,
+            Some(ClientIdentity::PreRegistered { client_id: "id".into(), client_secret: Some("s".into()) })
+        );
         let doc = choose_client(None, None, Some("https://c/m.json"), true, true);
         assert_eq!(doc, Some(ClientIdentity::MetadataDocument("https://c/m.json".into())));
         assert_eq!(choose_client(None, None, Some("https://c/m.json"), false, true), Some(ClientIdentity::Register));
@@ -270,7 +277,8 @@ mod tests {
 
     #[test]
     fn settings_problems_say_what_to_write() {
-        let secret_alone = OAuthSettings { client_secret: Some(SettingValue::Literal("s".into())), ..Default::default() };
+        let secret_alone =
+            OAuthSettings { client_secret: Some(SettingValue::Literal("s".into())), ..Default::default() };
         assert!(secret_alone.problem().unwrap().contains("needs `oauth.client_id`"));
         let plain = OAuthSettings { client_metadata_url: Some("http://c/m.json".into()), ..Default::default() };
         assert!(plain.problem().unwrap().contains("https URL with a path"));

@@ -182,11 +182,11 @@ impl TokenFile {
     /// Writes `saved` to a new file of mode 0600 beside the old one, then renames it over.
     fn write(&self, saved: &Saved) -> Result<(), StoreError> {
         let folder = self.path.parent().unwrap_or(Path::new("."));
-        std::fs::DirBuilder::new()
-            .recursive(true)
-            .mode(0o700)
-            .create(folder)
-            .map_err(|source| StoreError::Io { action: "creating", path: folder.into(), source })?;
+        std::fs::DirBuilder::new().recursive(true).mode(0o700).create(folder).map_err(|source| StoreError::Io {
+            action: "creating",
+            path: folder.into(),
+            source,
+        })?;
         let text = serde_json::to_vec_pretty(saved)
             .map_err(|e| StoreError::Damaged { path: self.path.clone(), message: e.to_string() })?;
         let temporary = self.path.with_extension(format!("tmp{}", std::process::id()));
@@ -211,7 +211,8 @@ impl TokenFile {
         if let Some(folder) = path.parent() {
             std::fs::DirBuilder::new().recursive(true).mode(0o700).create(folder).map_err(io)?;
         }
-        let file = std::fs::OpenOptions::new().write(true).create(true).truncate(false).mode(0o600).open(&path).map_err(io)?;
+        let file =
+            std::fs::OpenOptions::new().write(true).create(true).truncate(false).mode(0o600).open(&path).map_err(io)?;
         nix::fcntl::Flock::lock(file, nix::fcntl::FlockArg::LockExclusive)
             .map_err(|(_, errno)| io(std::io::Error::from(errno)))
     }

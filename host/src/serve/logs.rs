@@ -91,7 +91,8 @@ pub fn session_gets_logs(setting: &ClientLogs, authorization: Option<&str>, log_
         ClientLogs::All => true,
         ClientLogs::TokenEnv(_) => match (authorization.and_then(|a| a.strip_prefix("Bearer ")), log_token) {
             (Some(given), Some(token)) if !token.is_empty() => {
-                given.len() == token.len() && given.bytes().zip(token.bytes()).fold(0u8, |acc, (a, b)| acc | (a ^ b)) == 0
+                given.len() == token.len()
+                    && given.bytes().zip(token.bytes()).fold(0u8, |acc, (a, b)| acc | (a ^ b)) == 0
             }
             _ => false,
         },

@@ -25,22 +25,22 @@ use std::sync::Arc;
 use futures::future::BoxFuture;
 // MCP's logging is deprecated by SEP-2577 for revisions after 2025-11-25, the newest this
 // server negotiates; its clients still use it.
-#[allow(deprecated)]
-use rmcp::model::{LoggingLevel, LoggingMessageNotificationParam, SetLevelRequestParams};
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, ElicitRequestParams, ElicitationAction,
     ElicitationSchema, Implementation, InitializeRequestParams, InitializeResult, ListToolsResult,
     PaginatedRequestParams, ProgressNotificationParam, ProgressToken, ProtocolVersion, ServerCapabilities,
     ServerConfig as InitializeInfo, Tool as McpTool,
 };
+#[allow(deprecated)]
+use rmcp::model::{LoggingLevel, LoggingMessageNotificationParam, SetLevelRequestParams};
 use rmcp::service::{NotificationContext, RequestContext};
 use rmcp::{ErrorData, Peer, RoleServer, ServerHandler};
 use serde_json::{json, Value};
 use tokio::sync::Semaphore;
 
 use super::cut::{cut_json, cut_text};
-use super::logs;
 use super::description::{execute_description, instructions};
+use super::logs;
 use crate::config::{ServerConfig, ServerMode, ToolNames};
 use crate::executor::{CallHooks, Executor, Program};
 use crate::limits::Limits;
@@ -283,7 +283,11 @@ impl ServerHandler for CodemodeServer {
     /// `logging/setLevel`: the least severe level this session receives. A session the
     /// operator did not open the log to is told so once.
     #[allow(deprecated)]
-    async fn set_level(&self, request: SetLevelRequestParams, ctx: RequestContext<RoleServer>) -> Result<(), ErrorData> {
+    async fn set_level(
+        &self,
+        request: SetLevelRequestParams,
+        ctx: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
         let level = match request.level {
             LoggingLevel::Debug => logs::Level::Debug,
             LoggingLevel::Info => logs::Level::Info,
@@ -391,7 +395,8 @@ fn forward_logs(peer: Peer<RoleServer>, session: Arc<Session>) {
                 logs::Level::Warning => LoggingLevel::Warning,
                 logs::Level::Error => LoggingLevel::Error,
             };
-            let message = LoggingMessageNotificationParam::new(level, Value::String(line.text)).with_logger(line.logger);
+            let message =
+                LoggingMessageNotificationParam::new(level, Value::String(line.text)).with_logger(line.logger);
             if peer.notify_logging_message(message).await.is_err() {
                 return;
             }
@@ -713,7 +718,7 @@ impl Approvals {
 
     /// A form, as the server's own elicitation.
     async fn elicit_form(peer: &Peer<RoleServer>, message: String, schema: Value) -> Asked {
-        if !peer.peer_info().is_some_and(|info| info.capabilities.elicitation.is_some()) {
+        if peer.peer_info().is_none_or(|info| info.capabilities.elicitation.is_none()) {
             return Asked::CannotAsk;
         }
         let schema = match ElicitationSchema::from_json_schema(object(schema)) {

@@ -66,7 +66,8 @@ impl Form {
         let fields = properties
             .iter()
             .map(|(name, field)| {
-                let kind = field_kind(field).ok_or_else(|| format!("field {name} has a type codemode cannot ask for"))?;
+                let kind =
+                    field_kind(field).ok_or_else(|| format!("field {name} has a type codemode cannot ask for"))?;
                 Ok(Field {
                     name: name.clone(),
                     label: field.get("title").and_then(Value::as_str).unwrap_or(name).to_string(),
@@ -110,9 +111,13 @@ impl Form {
             FieldKind::Text { .. } => Value::String(typed.to_string()),
             FieldKind::Number => {
                 let n: f64 = typed.parse().map_err(|_| format!("{typed:?} is not a number"))?;
-                serde_json::Number::from_f64(n).map(Value::Number).ok_or_else(|| format!("{typed:?} is not a number"))?
+                serde_json::Number::from_f64(n)
+                    .map(Value::Number)
+                    .ok_or_else(|| format!("{typed:?} is not a number"))?
             }
-            FieldKind::Integer => Value::from(typed.parse::<i64>().map_err(|_| format!("{typed:?} is not a whole number"))?),
+            FieldKind::Integer => {
+                Value::from(typed.parse::<i64>().map_err(|_| format!("{typed:?} is not a whole number"))?)
+            }
             FieldKind::Boolean => match typed.to_ascii_lowercase().as_str() {
                 "y" | "yes" | "true" => Value::Bool(true),
                 "n" | "no" | "false" => Value::Bool(false),

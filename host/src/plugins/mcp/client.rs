@@ -18,12 +18,13 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
-#[allow(deprecated)]
-use rmcp::model::{LoggingLevel, LoggingMessageNotificationParam};
 use rmcp::model::{
     ClientCapabilities, ClientConfig, ElicitRequestParams, ElicitResult, ElicitationAction, ElicitationCapability,
-    FormElicitationCapability, Implementation, ProgressNotificationParam, ProtocolVersion, ProgressToken, UrlElicitationCapability,
+    FormElicitationCapability, Implementation, ProgressNotificationParam, ProgressToken, ProtocolVersion,
+    UrlElicitationCapability,
 };
+#[allow(deprecated)]
+use rmcp::model::{LoggingLevel, LoggingMessageNotificationParam};
 use rmcp::service::{NotificationContext, RequestContext};
 use rmcp::{ClientHandler, ErrorData, RoleClient};
 

@@ -98,10 +98,10 @@ impl HttpServer {
 
     /// The transport for one session, and whether it carries stored OAuth tokens.
     pub async fn transport(&self, plugin: &str) -> Result<(Transport, bool), String> {
-        let client = http_client()
-            .map_err(|e| format!("cannot make an HTTP client for {}: {}", self.url, with_causes(&e)))?;
-        let mut config = StreamableHttpClientTransportConfig::with_uri(self.url.as_str())
-            .custom_headers(self.resolved_headers()?);
+        let client =
+            http_client().map_err(|e| format!("cannot make an HTTP client for {}: {}", self.url, with_causes(&e)))?;
+        let mut config =
+            StreamableHttpClientTransportConfig::with_uri(self.url.as_str()).custom_headers(self.resolved_headers()?);
         if let Some(token) = &self.bearer_token {
             config = config.auth_header(text_of("bearer_token", token)?);
         }

@@ -166,8 +166,11 @@ impl McpPlugin {
 
     /// Starts or reaches the server and does the MCP handshake.
     async fn connect(&self) -> Result<Arc<Session>, PluginError> {
-        let messages =
-            ServerMessages { plugin: self.config.name.clone(), changed: self.changed.clone(), calls: Arc::clone(&self.calls) };
+        let messages = ServerMessages {
+            plugin: self.config.name.clone(),
+            changed: self.changed.clone(),
+            calls: Arc::clone(&self.calls),
+        };
         let start = |reason: String| PluginError::Start { plugin: self.config.name.clone(), reason };
         let session = match &self.config.transport {
             McpTransport::Stdio { command, args, env, cwd } => {
@@ -235,7 +238,10 @@ impl McpPlugin {
                 if definition.description.trim().is_empty() {
                     definition.description = match definition.title.as_deref().filter(|t| !t.trim().is_empty()) {
                         Some(title) => format!("{title}."),
-                        None => format!("Tool {} of MCP server {} (the server gives no description).", definition.name, self.config.name),
+                        None => format!(
+                            "Tool {} of MCP server {} (the server gives no description).",
+                            definition.name, self.config.name
+                        ),
                     };
                 }
                 Ok(definition)
@@ -272,8 +278,11 @@ impl McpPlugin {
             Ok(handle) => handle,
             Err(e) => return self.failed(&session, &e).await,
         };
-        let peers =
-            CallPeers { tool: tool.to_string(), approver: context.approver.clone(), progress: context.progress.clone() };
+        let peers = CallPeers {
+            tool: tool.to_string(),
+            approver: context.approver.clone(),
+            progress: context.progress.clone(),
+        };
         let _in_flight = self.calls.enter(handle.progress_token.clone(), peers);
         // A call given up (timeout, cancellation, the program gone) is cancelled at the server.
         let abandoned = Abandoned { peer: handle.peer.clone(), id: Some(handle.id.clone()) };
@@ -286,12 +295,18 @@ impl McpPlugin {
         };
         abandoned.disarm();
         match result {
-            Ok(ServerResult::CallToolResult(r)) => serde_json::to_value(r)
-                .and_then(serde_json::from_value::<ToolResult>)
-                .unwrap_or_else(|e| {
-                    ToolResult::error(format!("plugin {} returned a result this host cannot read: {e}", self.config.name))
-                }),
-            Ok(_) => ToolResult::error(format!("plugin {} answered tools/call with something other than a tool result", self.config.name)),
+            Ok(ServerResult::CallToolResult(r)) => {
+                serde_json::to_value(r).and_then(serde_json::from_value::<ToolResult>).unwrap_or_else(|e| {
+                    ToolResult::error(format!(
+                        "plugin {} returned a result this host cannot read: {e}",
+                        self.config.name
+                    ))
+                })
+            }
+            Ok(_) => ToolResult::error(format!(
+                "plugin {} answered tools/call with something other than a tool result",
+                self.config.name
+            )),
             Err(e) => self.failed(&session, &e).await,
         }
     }
@@ -326,7 +341,8 @@ impl Drop for Abandoned {
     fn drop(&mut self) {
         let Some(id) = self.id.take() else { return };
         let peer = self.peer.clone();
-        let notification = CancelledNotification::new(CancelledNotificationParam::new(Some(id), Some("the call was given up".into())));
+        let notification =
+            CancelledNotification::new(CancelledNotificationParam::new(Some(id), Some("the call was given up".into())));
         if let Ok(runtime) = tokio::runtime::Handle::try_current() {
             runtime.spawn(async move {
                 let _ = peer.send_notification(ClientNotification::CancelledNotification(notification)).await;
