@@ -12,6 +12,8 @@ ensure_mcp_venv
 "$MCP_VENV/bin/python" tests/mcp/test_mcp_server.py target/release/codemode
 # A remote MCP server (the SDK's own, over streamable HTTP) as a plugin.
 "$MCP_VENV/bin/python" tests/mcp/test_remote_plugins.py target/release/codemode
+# OAuth against the SDK's own authorization server: login, refresh, logout.
+"$MCP_VENV/bin/python" tests/mcp/test_oauth_plugins.py target/release/codemode
 # The seed systems' plugin formats behind the server (approvals through elicitation).
 [ -d target/formats/zhin/node_modules ] || bash scripts/npm-fixtures.sh
 "$MCP_VENV/bin/python" tests/mcp/test_plugin_formats.py target/release/codemode

@@ -27,11 +27,10 @@ import re
 import subprocess
 import sys
 import tempfile
-import threading
-import urllib.error
-import urllib.request
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+sys.path.insert(0, os.path.join(ROOT, "tests", "mcp"))
+import browser  # noqa: E402  (tests/mcp/browser.py: plays the person's browser)
 CODEMODE = os.environ.get("CODEMODE_BIN", os.path.join(ROOT, "target", "release", "codemode"))
 PLUGIN = "conformance"
 # The suite's fixed Client ID Metadata Document URL (its test authorization server accepts it).
@@ -64,49 +63,11 @@ def write_config(folder, url, scenario, context):
     return path
 
 
-class NoRedirect(urllib.request.HTTPRedirectHandler):
-    def redirect_request(self, *args, **kwargs):
-        return None
-
-
-def browse(link):
-    """Opens the authorization link, then follows its redirect to codemode's listener."""
-    opener = urllib.request.build_opener(NoRedirect)
-    try:
-        response = opener.open(link, timeout=20)
-        location = response.headers.get("Location")
-    except urllib.error.HTTPError as e:
-        location = e.headers.get("Location")
-    if not location:
-        raise RuntimeError(f"the authorization server did not redirect: {link}")
-    with urllib.request.urlopen(location, timeout=20) as back:
-        back.read()
-
-
 def login(config, env):
-    """`codemode auth login`, answering in the browser's place."""
-    process = subprocess.Popen(
-        [CODEMODE, "auth", "login", PLUGIN, "--config", config, "--wait", "25"],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
-    )
-    errors = []
-
-    def watch():
-        for line in process.stderr:
-            errors.append(line)
-            if line.startswith("http://") or line.startswith("https://"):
-                try:
-                    browse(line.strip())
-                except Exception as e:  # the login then times out, and says so
-                    errors.append(f"(browser) {e}\n")
-
-    watcher = threading.Thread(target=watch)
-    watcher.start()
-    process.wait(timeout=60)
-    watcher.join()
-    out = process.stdout.read()
-    log("login:", out.strip() or "".join(errors).strip())
-    return process.returncode == 0
+    """`codemode auth login`, with tests/mcp/browser.py in the browser's place."""
+    code, out, errors = browser.login(CODEMODE, config, PLUGIN, env)
+    log("login:", out.strip() or errors.strip())
+    return code == 0
 
 
 def example(schema):
