@@ -15,21 +15,24 @@ client driving `codemode mcp` (stdio) and `codemode serve` (HTTP). Checked:
   as `notifications/message` under the plugin's name (`logging/setLevel` filters them);
   under `codemode serve` a session gets them only when the operator chose it;
 - the server's question during a call (elicitation) reaches the agent with its form,
-  and the answer goes back completed with the form's defaults; `codemode run
-  --accept-defaults` answers with the defaults alone, and without a terminal or the
-  flag the question is refused;
+  and the answer goes back completed with the form's defaults; `codemode run` asks each
+  field on the terminal (a pseudo-terminal here), `--accept-defaults` answers with the
+  defaults alone, and without a terminal or the flag the question is refused;
 - `notifications/tools/list_changed` over HTTP reaches later programs;
 - `codemode auth login` on a plugin that sends its own token is refused (exit 2), and
   `codemode auth status` says which plugins log in and which send a token.
 """
 
+import fcntl
 import json
 import os
 import re
+import select
 import socket
 import subprocess
 import sys
 import tempfile
+import termios
 import time
 
 import anyio
@@ -167,6 +170,16 @@ def through_codemode_run(url):
     refused = run()
     check(json.loads(refused.stdout) == ["not given: decline"] * 2, f"without a terminal or the flag the questions are declined: {refused.stdout}")
 
+    # On a terminal, each field is asked: Enter keeps a default, a wrong answer is asked again.
+    answered = on_terminal([CODEMODE, "run", "--config", config, "-"], "return JSON.parse(await tools.remote.ask_profile())", env, [
+        ("Fill in the form? [y/N]", "y"),
+        ('Your name) ["Ann"]:', ""),
+        ("Your age) (required):", "forty"),
+        ('"forty" is not a whole number', None),
+        ("Your age) (required):", "33"),
+    ])
+    check(json.loads(answered) == {"name": "Ann", "age": 33}, f"the form filled in on the terminal: {answered!r}")
+
     # Wrong credentials: the plugin is unavailable, and the message says which to check.
     wrong = dict(env, REMOTE_TOKEN="not-the-token")
     bad = subprocess.run([CODEMODE, "run", "--config", config, "-"], input="return await tools.remote.whoami()", capture_output=True, text=True, env=wrong, timeout=60)
@@ -184,6 +197,37 @@ def through_codemode_run(url):
     check(lines[1].startswith("remote  ") and "sends its configured token" in lines[1], f"status of a plugin with a token: {lines[1]}")
     unavailable = subprocess.run([CODEMODE, "run", "--config", oauth_config, "-"], input="return await tools.open.whoami()", capture_output=True, text=True, env=env, timeout=60)
     check("plugin open is unavailable" in unavailable.stdout and "the server needs authorization; run `codemode auth login open`" in unavailable.stdout, f"a server that asks for authorization names the command: {unavailable.stdout}")
+
+
+def on_terminal(command, program, env, exchange):
+    """Runs `command` with a pseudo-terminal as its controlling terminal (where codemode
+    asks), the program on standard input; for each (prompt, answer) waits for the prompt
+    and types the answer (None: only wait). Returns standard output."""
+    master, slave = os.openpty()
+
+    def controlling_terminal():
+        os.setsid()
+        fcntl.ioctl(slave, termios.TIOCSCTTY, 0)
+
+    process = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env, text=True, preexec_fn=controlling_terminal, pass_fds=(slave,))
+    process.stdin.write(program)
+    process.stdin.close()
+    seen = ""
+    for prompt, answer in exchange:
+        deadline = time.time() + 30
+        while prompt not in seen:
+            check(time.time() < deadline, f"the terminal showed {prompt!r}; it showed {seen!r}")
+            ready, _, _ = select.select([master], [], [], 0.2)
+            if ready:
+                seen += os.read(master, 4096).decode(errors="replace")
+        seen = seen[seen.index(prompt) + len(prompt):]
+        if answer is not None:
+            os.write(master, (answer + "\n").encode())
+    out = process.stdout.read()
+    process.wait(timeout=30)
+    os.close(master)
+    os.close(slave)
+    return out
 
 
 async def logs_under_serve(url):
