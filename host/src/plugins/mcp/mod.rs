@@ -255,7 +255,9 @@ impl McpPlugin {
     fn challenge(&self, error: &ServiceError) -> Option<String> {
         let McpTransport::Http(server) = &self.config.transport else { return None };
         let challenge = crate::oauth::challenge_in(error)?;
-        if let Challenge::InsufficientScope { scope: Some(scope), .. } = &challenge {
+        if let (Challenge::InsufficientScope { scope: Some(scope), .. }, false) =
+            (&challenge, server.has_configured_credentials())
+        {
             server.want_scopes(scope);
         }
         Some(server.refusal(&self.config.name, self.authorized.load(std::sync::atomic::Ordering::Relaxed), &challenge))
