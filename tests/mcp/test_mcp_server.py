@@ -266,8 +266,35 @@ summary = "Greetings and word counts."
             check(len(text_of(result)) == 2 and text_of(result)[1].startswith("[1 tool call was never awaited: the program returned while it was running; 1 failed: tools.math.add: invalid input for math.add"), f"the call never awaited is named: {text_of(result)}")
 
 
+async def caller_context(config):
+    """Tool calls learn who calls from MCP: the client's name, its first root, and the
+    chat when a request names it; nothing is made up when the client says nothing."""
+
+    async def on_roots(context):
+        return types.ListRootsResult(roots=[types.Root(uri="file:///tmp/agent%20work", name="work")])
+
+    params = StdioServerParameters(command=CODEMODE, args=["mcp", "--config", config])
+    async with stdio_client(params) as (read, write):
+        agent = types.Implementation(name="test-agent", version="1.2")
+        async with ClientSession(read, write, list_roots_callback=on_roots, client_info=agent) as session:
+            await session.initialize()
+            await anyio.sleep(0.3)  # codemode reads the roots after `initialized`
+            program = "const r = await tools.js.echo({}); return (typeof r === 'string' ? JSON.parse(r) : r).context"
+            context = json.loads(text_of(await session.call_tool("execute", {"code": program}, meta={"chatId": "chat-7"}))[0])
+            check(context["agentId"] == "test-agent" and context["workspace"] == "/tmp/agent work" and context["chatId"] == "chat-7", f"context from MCP: {context}")
+            context = json.loads(text_of(await execute(session, program))[0])
+            check("chatId" not in context and context["agentId"] == "test-agent", f"no chat unless the request names one: {context}")
+    params = StdioServerParameters(command=CODEMODE, args=["mcp", "--config", config])
+    async with stdio_client(params) as (read, write):
+        async with ClientSession(read, write) as session:
+            await session.initialize()
+            context = json.loads(text_of(await execute(session, "const r = await tools.js.echo({}); return (typeof r === 'string' ? JSON.parse(r) : r).context"))[0])
+            check("workspace" not in context and "chatId" not in context, f"a client without roots gives no workspace: {context}")
+
+
 async def main():
     config = config_file()
+    await caller_context(config)
     await large_catalog()
     await code_mode(config)
     await separate_tools(config)

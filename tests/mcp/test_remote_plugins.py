@@ -99,6 +99,8 @@ async def through_codemode_mcp(url):
 
     async def on_elicit(context, params):
         questions.append(params)
+        if getattr(params, "mode", "form") == "url":
+            return types.ElicitResult(action="accept")
         return types.ElicitResult(action="accept", content={"age": 41})
 
     async def on_log(params):
@@ -149,6 +151,11 @@ async def through_codemode_mcp(url):
             schema = question.requested_schema
             check(set(schema["properties"]) == {"name", "age"} and schema["properties"]["name"].get("default") == "Ann", f"the form comes as the server wrote it: {schema}")
             check(json.loads(text_of(result)[0]) == {"name": "Ann", "age": 41}, f"the answer went back with the form's defaults: {text_of(result)}")
+
+            result = await execute(session, "return await tools.remote.open_page()")
+            page = questions[-1]
+            check(getattr(page, "mode", None) == "url" and page.url == "https://example.com/sign-in" and "Sign in at the example service" in page.message, f"a page the server sends the person to reaches the agent as URL elicitation: {page}")
+            check(text_of(result) == ["page: accept"], f"and the person's answer goes back: {text_of(result)}")
 
             result = await execute(session, 'return await tools.remote.grow({ name: "fresh" })')
             check(text_of(result) == ["grown"], f"grow: {text_of(result)}")

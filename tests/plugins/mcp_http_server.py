@@ -11,6 +11,7 @@ $REMOTE_TOKEN`, else HTTP 401 (with a `WWW-Authenticate: Bearer` challenge). Too
 - `ask_profile`: asks the person a form (elicitation): a name with a default, an age
   without one; answers with what came back;
 - `confirm_settings`: asks a form whose every field has a default;
+- `open_page`: sends the person to a page (URL elicitation);
 - `grow(name)`: adds a tool of that name and tells the client its tools changed.
 """
 
@@ -67,6 +68,12 @@ async def confirm_settings(ctx: Context) -> str:
     if answer.action != "accept":
         return f"not given: {answer.action}"
     return json.dumps(answer.data.model_dump())
+
+
+@server.tool(description="Sends the person to a page (URL elicitation).", structured_output=False)
+async def open_page(ctx: Context) -> str:
+    answer = await ctx.elicit_url("Sign in at the example service to continue.", "https://example.com/sign-in", "sign-in-1")
+    return f"page: {answer.action}"
 
 
 @server.tool(description="Adds a tool named `name`.", structured_output=False)

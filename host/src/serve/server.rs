@@ -15,6 +15,10 @@
 //!   `requires_approval` asks the person through MCP elicitation first.
 //! - When the catalog changes, every connected client gets
 //!   `notifications/tools/list_changed`, and the next list reflects the change.
+//! - **Who calls**: every tool call's context carries the client's name as `agentId`
+//!   (its `clientInfo`), the first `file://` root it offers as `workspace` (read after
+//!   `initialized` and again when its roots change), and `chatId` when the request names
+//!   the chat in `_meta.chatId`; nothing is invented from the MCP session.
 //! - **Logging** ([`super::logs`]): sessions the operator chose receive codemode's log
 //!   (plugins' stderr and console lines, codemode's warnings) as `notifications/message`,
 //!   from the level they set with `logging/setLevel`.
@@ -72,6 +76,10 @@ struct Session {
     gets_logs: std::sync::atomic::AtomicBool,
     /// The least severe log level it receives (`logging/setLevel`).
     log_level: std::sync::Mutex<logs::Level>,
+    /// Who the client is (its `clientInfo.name`): tool calls' `agentId`.
+    agent_id: std::sync::Mutex<Option<String>>,
+    /// The folder it works in (its first `file://` root): tool calls' `workspace`.
+    workspace: std::sync::Mutex<Option<String>>,
 }
 
 impl Default for Session {
@@ -80,6 +88,8 @@ impl Default for Session {
             approved_once: Default::default(),
             gets_logs: Default::default(),
             log_level: std::sync::Mutex::new(logs::Level::Info),
+            agent_id: Default::default(),
+            workspace: Default::default(),
         }
     }
 }
@@ -156,6 +166,19 @@ impl CodemodeServer {
         }
     }
 
+    /// Who runs a program of this request: the session's client and workspace, the
+    /// chat when the request names it (`_meta.chatId`), and the request's id.
+    fn caller(&self, ctx: &RequestContext<RoleServer>) -> Caller {
+        let read = |slot: &std::sync::Mutex<Option<String>>| slot.lock().unwrap_or_else(|p| p.into_inner()).clone();
+        Caller {
+            workspace: read(&self.session.workspace),
+            agent_id: read(&self.session.agent_id),
+            chat_id: ctx.meta.get("chatId").and_then(Value::as_str).filter(|c| !c.is_empty()).map(str::to_owned),
+            call_id: Some(request_id(ctx)),
+            ..Caller::default()
+        }
+    }
+
     async fn execute(
         &self,
         arguments: Option<serde_json::Map<String, Value>>,
@@ -176,7 +199,7 @@ impl CodemodeServer {
         };
         let (hooks, progress_sent) =
             Hooks::new(ctx.peer.clone(), ctx.meta.get_progress_token(), Arc::clone(&self.session));
-        let caller = Caller { call_id: Some(request_id(&ctx)), ..Caller::default() };
+        let caller = self.caller(&ctx);
         let program = Program::new(code)
             .limits(self.shared.limits)
             .cancel(ctx.ct.clone())
@@ -232,7 +255,7 @@ impl CodemodeServer {
             plugin: plugin.clone(),
             tool: tool.definition.name.clone(),
             call_id: 0,
-            caller: Arc::new(Caller { call_id: Some(request_id(&ctx)), ..Caller::default() }),
+            caller: Arc::new(self.caller(&ctx)),
             cancel: ctx.ct.clone(),
             approver: Some(Arc::clone(&hooks) as Arc<dyn Approver>),
             progress: Some(hooks as Arc<dyn ProgressSink>),
@@ -276,6 +299,9 @@ impl ServerHandler for CodemodeServer {
         let gets_logs =
             logs::session_gets_logs(&self.shared.client_logs, authorization, self.shared.log_token.as_deref());
         self.session.gets_logs.store(gets_logs, Ordering::Relaxed);
+        let agent = request.client_info.name.trim();
+        *self.session.agent_id.lock().unwrap_or_else(|p| p.into_inner()) =
+            (!agent.is_empty()).then(|| agent.to_string());
         ctx.peer.set_peer_info(request.clone());
         self.negotiate_initialize(&request)
     }
@@ -311,6 +337,11 @@ impl ServerHandler for CodemodeServer {
         Ok(())
     }
 
+    /// The client's roots changed: read them again.
+    async fn on_roots_list_changed(&self, ctx: NotificationContext<RoleServer>) {
+        read_roots(ctx.peer.clone(), Arc::clone(&self.session));
+    }
+
     async fn list_tools(
         &self,
         _request: Option<PaginatedRequestParams>,
@@ -341,6 +372,7 @@ impl ServerHandler for CodemodeServer {
         if self.session.gets_logs.load(Ordering::Relaxed) {
             forward_logs(ctx.peer.clone(), Arc::clone(&self.session));
         }
+        read_roots(ctx.peer.clone(), Arc::clone(&self.session));
         // Tell this client whenever the catalog changes, for as long as it is connected.
         // The task ends when the client is gone (checked on every change and every
         // half minute), so ended sessions leave nothing behind.
@@ -363,6 +395,36 @@ impl ServerHandler for CodemodeServer {
             }
         });
     }
+}
+
+/// The workspace a client's roots name: the first `file://` root, as a path.
+///
+/// (MCP's roots are deprecated by SEP-2577 for revisions after 2025-11-25, the newest
+/// this server negotiates; its clients still offer them.)
+#[allow(deprecated)]
+pub fn workspace_of(roots: &[rmcp::model::Root]) -> Option<String> {
+    roots.iter().find_map(|root| {
+        let url = url::Url::parse(&root.uri).ok().filter(|u| u.scheme() == "file")?;
+        Some(url.to_file_path().ok()?.display().to_string())
+    })
+}
+
+/// Asks a client that offers roots for them (in the background), and keeps the
+/// session's workspace to the first.
+#[allow(deprecated)]
+fn read_roots(peer: Peer<RoleServer>, session: Arc<Session>) {
+    let offers_roots = peer.peer_info().is_some_and(|info| info.capabilities.roots.is_some());
+    if !offers_roots {
+        return;
+    }
+    tokio::spawn(async move {
+        match peer.list_roots().await {
+            Ok(listed) => {
+                *session.workspace.lock().unwrap_or_else(|p| p.into_inner()) = workspace_of(&listed.roots);
+            }
+            Err(e) => tracing::info!("the client offers roots but listing them failed: {e}"),
+        }
+    });
 }
 
 /// Sends this session codemode's log lines at or above its level, as
@@ -825,6 +887,16 @@ mod tests {
             catalog.add(plugin, Tool::from_fn(definition, |_, _| async { ToolResult::text("x") })).unwrap();
         }
         catalog
+    }
+
+    #[test]
+    #[allow(deprecated)]
+    fn the_workspace_is_the_first_file_root() {
+        let roots =
+            [rmcp::model::Root::new("https://example.com/x"), rmcp::model::Root::new("file:///home/ann/my%20project")];
+        assert_eq!(workspace_of(&roots).as_deref(), Some("/home/ann/my project"));
+        assert_eq!(workspace_of(&roots[..1]), None);
+        assert_eq!(workspace_of(&[]), None);
     }
 
     #[test]
