@@ -162,6 +162,15 @@ async fn names_with_other_characters_are_reachable_with_underscores() {
 }
 
 #[tokio::test]
+async fn mcp_tool_names_with_dots_are_reachable_as_written_and_with_underscores() {
+    let tool = Tool::from_fn(def("admin.users.list", None), |_, _| async { ToolResult::text("users") });
+    let ex = executor_with(LaunchMode::Template, Limits::default(), Catalog::new().with("gw", tool).unwrap()).await;
+    let value =
+        ok_value(&ex.run(r#"return [await tools.gw["admin.users.list"](), await tools.gw.admin_users_list()]"#).await);
+    assert_eq!(value, json!(["users", "users"]));
+}
+
+#[tokio::test]
 async fn a_tool_that_needs_approval_never_runs_without_someone_to_ask() {
     let ran = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
     let flag = std::sync::Arc::clone(&ran);

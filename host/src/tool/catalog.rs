@@ -275,7 +275,18 @@ mod tests {
             Err(CatalogError::Duplicate { plugin: "my-db".into(), tool: "search-rows".into() })
         );
         assert!(matches!(c.add("bad name", tool("x")), Err(CatalogError::InvalidName { what: "plugin", .. })));
-        assert!(matches!(c.add("p", tool(&"x".repeat(65))), Err(CatalogError::InvalidName { what: "tool", .. })));
+        // Tool names as MCP names tools: up to 128 characters, dots allowed.
+        assert!(c.add("p", tool(&"x".repeat(128))).is_ok());
+        assert!(c.add("p", tool("admin.users.list")).is_ok());
+        assert_eq!(
+            c.add("p", tool(&"x".repeat(129))).unwrap_err().to_string(),
+            format!(
+                "plugin \"p\": tool name \"{}\" is invalid: use 1 to 128 letters, digits, '_', '-' or '.'",
+                "x".repeat(129)
+            )
+        );
+        assert!(matches!(c.add("p", tool("a b")), Err(CatalogError::InvalidName { what: "tool", .. })));
+        assert!(matches!(c.add("p.q", tool("x")), Err(CatalogError::InvalidName { what: "plugin", .. })));
         let mut t = tool("y");
         t.definition.input_schema = json!({"type": "string"});
         assert_eq!(
