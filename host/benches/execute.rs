@@ -15,6 +15,10 @@
 //!   sequential calls) for a Python process plugin and a JavaScript plugin;
 //! - a plugin's load (runtime start to tool list) with real npm packages: seed 000's
 //!   Effect + zod variant over effect 3 and 4, and plico's zod 3 + ArkType + CommonJS.
+//!
+//! `cargo bench -p codemode --bench execute -- startup` prints only the start-up,
+//! tool-call and scaling figures (about a minute), for work on the program's path;
+//! `-- profile` runs only trivial programs, one after another, for 20 s (for `perf`).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::sync::{Arc, Mutex};
@@ -23,7 +27,7 @@ use std::time::{Duration, Instant};
 use codemode::plugins::javascript::JavascriptPlugin;
 use codemode::plugins::process::{ProcessConfig, ProcessPlugin};
 use codemode::plugins::PluginHost;
-use codemode::{Catalog, Executor, LaunchMode, SandboxPolicy, Tool, ToolDefinition, ToolResult};
+use codemode::{Catalog, Executor, LaunchMode, Phases, SandboxPolicy, Tool, ToolDefinition, ToolResult};
 use futures::StreamExt;
 use serde_json::json;
 
@@ -55,20 +59,46 @@ fn catalog(arrivals: Arc<Mutex<Vec<Instant>>>) -> Catalog {
 }
 
 async fn execute_samples(ex: &Executor, n: usize) -> Vec<Duration> {
+    execute_with_phases(ex, n).await.0
+}
+
+/// `n` trivial programs, one at a time: each one's whole time and its phases.
+async fn execute_with_phases(ex: &Executor, n: usize) -> (Vec<Duration>, Vec<Phases>) {
     for _ in 0..20 {
         assert!(ex.run("return 1").await.is_ok());
     }
-    let mut samples = Vec::with_capacity(n);
+    let (mut samples, mut phases) = (Vec::with_capacity(n), Vec::with_capacity(n));
     for _ in 0..n {
         let t = Instant::now();
         let outcome = ex.run("return 1").await;
         samples.push(t.elapsed());
         assert!(outcome.is_ok(), "{outcome:?}");
+        phases.extend(outcome.phases);
     }
-    samples
+    (samples, phases)
+}
+
+/// The median of each phase (arrival → worker has the program → compiled → returned →
+/// the host has the outcome).
+fn report_phases(phases: &[Phases]) {
+    let median = |pick: fn(&Phases) -> Duration| {
+        let mut v: Vec<Duration> = phases.iter().map(pick).collect();
+        v.sort();
+        v.get(v.len() / 2).copied().unwrap_or_default()
+    };
+    println!(
+        "{:<44} to worker {:>8.1?}  compile {:>8.1?}  run {:>8.1?}  report {:>8.1?}",
+        "  phases (medians)",
+        median(|p| p.to_worker),
+        median(|p| p.compile),
+        median(|p| p.run),
+        median(|p| p.report)
+    );
 }
 
 fn main() {
+    let startup_only = std::env::args().any(|a| a == "startup");
+    let profile_only = std::env::args().any(|a| a == "profile");
     let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
     rt.block_on(async {
         let arrivals = Arc::new(Mutex::new(Vec::new()));
@@ -89,8 +119,20 @@ fn main() {
             .await
             .unwrap();
         println!("codemode execute benchmark ({} cores)", std::thread::available_parallelism().map(|n| n.get()).unwrap_or(0));
+        if profile_only {
+            let until = Instant::now() + Duration::from_secs(20);
+            let mut n = 0;
+            while Instant::now() < until {
+                assert!(template.run("return 1").await.is_ok());
+                n += 1;
+            }
+            println!("{n} trivial programs in 20 s");
+            return;
+        }
 
-        let fork_p50 = report("execute, trivial program, template (fork)", execute_samples(&template, 500).await);
+        let (fork, phases) = execute_with_phases(&template, 500).await;
+        let fork_p50 = report("execute, trivial program, template (fork)", fork);
+        report_phases(&phases);
         let cold_p50 = report("  the same without the warm pool", execute_samples(&cold, 500).await);
         println!("{:<44} {:.2}x faster", "  with the warm pool", cold_p50.as_secs_f64() / fork_p50.as_secs_f64());
         drop(cold);
@@ -102,6 +144,7 @@ fn main() {
 
         // A 50-line program as JavaScript, and the same with TypeScript's types: the
         // TypeScript path parses and strips in the worker; plain JavaScript only parses.
+        if !startup_only {
         let js_p50 = report("execute, 50-line program, JavaScript", program_samples(&template, FIFTY_JS, 300).await);
         let ts_p50 = report("  the same program in TypeScript", program_samples(&template, FIFTY_TS, 300).await);
         println!(
@@ -110,6 +153,7 @@ fn main() {
             (ts_p50.as_secs_f64() - js_p50.as_secs_f64()) * 1e3,
             ts_p50.as_secs_f64() / js_p50.as_secs_f64()
         );
+        }
 
         arrivals.lock().unwrap().clear();
         let outcome = template.run("for (let i = 0; i < 3000; i++) await tools.bench.stamp({ i }); return 'done'").await;
@@ -147,6 +191,9 @@ fn main() {
             report(&format!("two-call program, {in_flight:>2} in flight ({rate:.0}/s)"), samples);
         }
 
+        if startup_only {
+            return;
+        }
         // Plugin round trips: each call timed at the host, from handing the input to the
         // plugin's handler to its result (host → plugin → host), over 1,000 sequential
         // calls from a program; plus the whole call as the program sees it (mean).

@@ -92,7 +92,7 @@ pub struct ServerConfig {
     #[serde(default)]
     pub allowed_origins: Vec<String>,
     /// Workers kept forked and locked down ahead of demand, for programs with the
-    /// default limits (default: one per core, at most four; 0 turns the pool off).
+    /// default limits (default: two per core, between two and eight; 0 turns the pool off).
     pub warm_workers: Option<usize>,
     /// `codemode serve`: MCP sessions open at once, at most.
     #[serde(default = "default_max_sessions")]

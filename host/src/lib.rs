@@ -45,5 +45,5 @@ pub mod worker_process;
 pub use executor::{default_worker_path, CallHooks, Executor, ExecutorBuilder, ExecutorError, Program};
 pub use launcher::{LaunchMode, SandboxPolicy};
 pub use limits::Limits;
-pub use outcome::{Outcome, OutcomeKind};
+pub use outcome::{Outcome, OutcomeKind, Phases};
 pub use tool::{CallContext, Caller, Catalog, CatalogError, Content, Tool, ToolDefinition, ToolHandler, ToolResult};

@@ -125,6 +125,43 @@ pub struct Outcome {
     /// it ended.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub unawaited_calls: Vec<UnawaitedCall>,
+    /// How long each phase took, when a worker ran the program to its end.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub phases: Option<Phases>,
+}
+
+/// How long each phase of a program took: the call to the worker holding the program,
+/// compiling it, running it, and its outcome's way back. (Reaping the worker happens
+/// after the outcome, off the program's path.)
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+pub struct Phases {
+    /// From the call until the worker had the program: a free slot, a warm worker (or
+    /// a fork), and sending the program.
+    #[serde(serialize_with = "micros")]
+    pub to_worker: Duration,
+    /// Reading the program's form and compiling it.
+    #[serde(serialize_with = "micros")]
+    pub compile: Duration,
+    /// Running it, its tool calls included.
+    #[serde(serialize_with = "micros")]
+    pub run: Duration,
+    /// From its end until the host held the outcome.
+    #[serde(serialize_with = "micros")]
+    pub report: Duration,
+}
+
+impl Phases {
+    /// The phases from the clock readings (`protocol::monotonic_ns`) of the call
+    /// (`called_ns`), the worker's steps, and the outcome's arrival (`arrived_ns`).
+    pub fn from_clock(called_ns: u64, worker: protocol::WorkerTimes, arrived_ns: u64) -> Self {
+        let span = |from: u64, to: u64| Duration::from_nanos(to.saturating_sub(from));
+        Self {
+            to_worker: span(called_ns, worker.received_ns),
+            compile: span(worker.received_ns, worker.compiled_ns),
+            run: span(worker.compiled_ns, worker.ended_ns),
+            report: span(worker.ended_ns, arrived_ns),
+        }
+    }
 }
 
 /// A tool call still running when its program returned, and how it ended.
@@ -322,6 +359,7 @@ mod tests {
             elapsed: Duration::ZERO,
             sandbox_missing: Vec::new(),
             unawaited_calls: Vec::new(),
+            phases: None,
         }
     }
 

@@ -71,7 +71,31 @@ pub enum WorkerToHost {
         /// ended (it never awaited them), in call order.
         #[serde(default, skip_serializing_if = "Vec::is_empty")]
         unanswered_calls: Vec<u64>,
+        /// When the worker reached each step of the program (absent when it ended
+        /// before it had the program, for example in a panic).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        times: Option<WorkerTimes>,
     },
+}
+
+/// When a worker reached each step of its program, on the machine's monotonic clock
+/// ([`monotonic_ns`]), which host and worker share: the host turns them into the
+/// program's per-phase timings.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WorkerTimes {
+    /// It had the program.
+    pub received_ns: u64,
+    /// The program was compiled (or failed to).
+    pub compiled_ns: u64,
+    /// The program ended, and its outcome was about to be sent.
+    pub ended_ns: u64,
+}
+
+/// The machine's monotonic clock (`CLOCK_MONOTONIC`), in nanoseconds.
+pub fn monotonic_ns() -> u64 {
+    nix::time::clock_gettime(nix::time::ClockId::CLOCK_MONOTONIC)
+        .map(|t| (t.tv_sec() as u64).saturating_mul(1_000_000_000).saturating_add(t.tv_nsec() as u64))
+        .unwrap_or(0)
 }
 
 /// Everything a worker needs to run one program.
@@ -252,10 +276,16 @@ mod tests {
         ];
         for outcome in outcomes {
             let text = format!("{outcome:?}");
-            let buf = encode(&WorkerToHost::Finished { outcome, console_dropped_bytes: 4, unanswered_calls: vec![3] })
-                .unwrap();
+            let buf = encode(&WorkerToHost::Finished {
+                outcome,
+                console_dropped_bytes: 4,
+                unanswered_calls: vec![3],
+                times: Some(WorkerTimes { received_ns: 1, compiled_ns: 2, ended_ns: 3 }),
+            })
+            .unwrap();
             match read_frame::<_, WorkerToHost>(&mut &buf[..], MAX_FRAME_BYTES).unwrap() {
-                WorkerToHost::Finished { outcome, console_dropped_bytes, unanswered_calls } => {
+                WorkerToHost::Finished { outcome, console_dropped_bytes, unanswered_calls, times } => {
+                    assert_eq!(times, Some(WorkerTimes { received_ns: 1, compiled_ns: 2, ended_ns: 3 }));
                     assert_eq!(unanswered_calls, vec![3]);
                     assert_eq!(format!("{outcome:?}"), text);
                     assert_eq!(console_dropped_bytes, 4);
@@ -301,6 +331,7 @@ mod tests {
             outcome: WorkerOutcome::Returned(raw("null")),
             console_dropped_bytes: 0,
             unanswered_calls: Vec::new(),
+            times: None,
         })
         .unwrap();
         match read_frame::<_, WorkerToHost>(&mut &buf[..], MAX_FRAME_BYTES).unwrap() {

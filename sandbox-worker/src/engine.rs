@@ -138,6 +138,15 @@ impl Engine {
     /// Whatever the program's text runs while it is compiled is described by the
     /// bootstrap's describer, never by deno_core's conversion.
     pub fn compile(&mut self, code: &str) -> Result<(v8::Global<v8::Value>, Prepared), CompileError> {
+        self.compile_named(code, PROGRAM_NAME)
+    }
+
+    /// [`Engine::compile`] under the script name `name`. A warm worker's rehearsal uses
+    /// its own name: the QuickJS backend keeps the last source run under each name and
+    /// places a later error's columns with it, so a rehearsal run as `program.js` would
+    /// shift the columns of a program that fails to compile (never run, so never
+    /// recorded).
+    pub fn compile_named(&mut self, code: &str, name: &str) -> Result<(v8::Global<v8::Value>, Prepared), CompileError> {
         let prepared = source::prepare(code).map_err(|refused| {
             CompileError::Threw(JsFailure {
                 name: "SyntaxError".into(),
@@ -148,7 +157,7 @@ impl Engine {
                 unhandled_rejection: false,
             })
         })?;
-        match self.evaluate(&prepared.source) {
+        match self.evaluate(&prepared.source, name) {
             Evaluated::Value(function) => self.expect_function(function, prepared),
             Evaluated::Invalid(exception) | Evaluated::Threw(exception) => {
                 Err(self.describe(&exception, &prepared.positions))
@@ -179,9 +188,9 @@ impl Engine {
     }
 
     /// Compiles and runs a script under a TryCatch, keeping what it threw as a value.
-    fn evaluate(&mut self, source: &str) -> Evaluated {
+    fn evaluate(&mut self, source: &str, name: &str) -> Evaluated {
         deno_core::scope!(scope, &mut self.runtime);
-        let (Some(source), Some(name)) = (v8::String::new(scope, source), v8::String::new(scope, PROGRAM_NAME)) else {
+        let (Some(source), Some(name)) = (v8::String::new(scope, source), v8::String::new(scope, name)) else {
             return Evaluated::Terminated;
         };
         let origin = v8::ScriptOrigin::new(scope, name.into(), 0, 0, false, 0, None, false, false, false, None);

@@ -80,6 +80,7 @@ pub fn report_panics(channel: Option<std::os::fd::RawFd>) {
                     outcome,
                     console_dropped_bytes: 0,
                     unanswered_calls: Vec::new(),
+                    times: None,
                 }) {
                     // SAFETY: the channel descriptor stays open for the process's life;
                     // the borrow ends before the process does.
@@ -126,6 +127,7 @@ pub fn report_aborts(channel: std::os::fd::RawFd) {
         outcome: protocol::WorkerOutcome::MemoryLimit,
         console_dropped_bytes: 0,
         unanswered_calls: Vec::new(),
+        times: None,
     })
     .unwrap_or_default();
     let _ = ABORT_REPORT.set(report);

@@ -42,6 +42,8 @@ pub struct HostLink {
     tool_budget: u64,
     /// What the calls in flight use of it.
     tool_in_flight: Cell<u64>,
+    /// When the program reached each step (sent with its outcome).
+    pub times: Cell<protocol::WorkerTimes>,
 }
 
 impl HostLink {
@@ -56,6 +58,7 @@ impl HostLink {
             console_dropped: Cell::new(0),
             tool_budget,
             tool_in_flight: Cell::new(0),
+            times: Cell::new(protocol::WorkerTimes::default()),
         }
     }
 
@@ -105,6 +108,9 @@ pub struct ProgramSpec {
     pub calls_function_value: bool,
     /// Text inserted around the program, `[line, at, by, ...]` (for stack positions).
     pub positions: Vec<u32>,
+    /// A warm worker's rehearsal ([`crate::program::rehearse`]): `tools` is built but not
+    /// made a global, so the program that follows defines it.
+    pub rehearsal: bool,
 }
 
 /// The registered driver function of `bootstrap.js`.

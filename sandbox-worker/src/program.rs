@@ -1,7 +1,8 @@
 //! Runs one program in a prepared [`Engine`] and reports its outcome to the host.
 //!
 //! The order, in two functions: [`prepare`] (steps 1–3, which depend only on the
-//! limits, so a warm worker does them before its program arrives) and [`run`]:
+//! limits, so a warm worker does them before its program arrives, followed by its
+//! [`rehearse`]al) and [`run`]:
 //! 1. report panics on the channel; attach the host link (tool calls and console) and
 //!    the memory trip to the runtime;
 //! 2. start the step clock and its watchdog;
@@ -19,7 +20,7 @@
 //! No exception of the program reaches deno_core's error conversion: the driver and
 //! the describer (`common.js`) describe every thrown value in JavaScript first.
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::rc::Rc;
 use std::sync::Arc;
 use std::time::Duration;
@@ -27,7 +28,10 @@ use std::time::Duration;
 use deno_core::error::{CoreError, CoreErrorKind};
 use deno_core::PollEventLoopOptions;
 use futures::FutureExt;
-use protocol::{HostToWorker, JsFailure, StartProgram, WorkerChannel, WorkerLimits, WorkerOutcome, WorkerToHost};
+use protocol::{
+    monotonic_ns, HostToWorker, JsFailure, PluginTools, StartProgram, WorkerChannel, WorkerLimits, WorkerOutcome,
+    WorkerTimes, WorkerToHost,
+};
 use serde_json::value::RawValue;
 
 use crate::engine::{failure_from_js_error, CompileError, Engine};
@@ -45,6 +49,8 @@ pub struct Prepared {
     link: Rc<HostLink>,
     memory_trip: MemoryTrip,
     clock: Arc<StepClock>,
+    /// The program's event loop ([`event_loop`]), built ahead.
+    event_loop: tokio::runtime::Runtime,
 }
 
 /// Steps 1–3 for programs with `limits`, on `channel`.
@@ -88,11 +94,73 @@ pub fn prepare(
     if let Err(e) = sandbox::lock_worker(policy, &rlimits) {
         crate::fail(&e.to_string());
     }
+    let event_loop = match event_loop(&clock) {
+        Ok(rt) => rt,
+        Err(e) => crate::fail(&format!("cannot start the event loop: {e}")),
+    };
     clock.on_park();
-    Prepared { limits, link, memory_trip, clock }
+    Prepared { limits, link, memory_trip, clock, event_loop }
+}
+
+/// A canned program that goes where programs go: compiled in its wrapper, the driver
+/// building `tools`, an async function, promise jobs, objects, strings and JSON.
+const REHEARSAL: &str =
+    "const made = await Promise.all([1, 2, 3].map(async (n) => ({ n, text: `item ${n}`, list: [n, n * 2] })));\n\
+    const text = JSON.stringify(made);\n\
+    return { count: JSON.parse(text).length, keys: Object.keys(made[0]), text };";
+
+/// A warm worker's rehearsal, before its program arrives: runs [`REHEARSAL`] through
+/// the very steps a program takes (compile, driver, event loop, report), with the step
+/// clock parked and the report kept from the host. A forked worker pays for its first
+/// touch of the template's memory (copy-on-write faults) and of code a fork does not
+/// map (page faults) there, instead of on its program's path. The rehearsal defines no
+/// global (`tools` is left to the program) and leaves only garbage behind.
+pub fn rehearse(engine: &mut Engine, event_loop: &tokio::runtime::Runtime) {
+    let Ok((function, source)) = engine.compile_named(REHEARSAL, "rehearsal.js") else { return };
+    let spec = ProgramSpec {
+        catalog: vec![PluginTools { plugin: "rehearsal".into(), tools: vec!["noop".into()], unavailable: None }],
+        calls_function_value: source.calls_function_value,
+        positions: source.positions.flat(),
+        rehearsal: true,
+    };
+    let (done, reported) = futures::channel::oneshot::channel();
+    {
+        let state = engine.runtime.op_state();
+        let mut state = state.borrow_mut();
+        state.put(spec);
+        state.put(Finishing { done: Some(done), ..Finishing::default() });
+    }
+    let _ = drive(engine, event_loop, function, reported);
+    engine.runtime.op_state().borrow_mut().try_take::<Finishing>();
+}
+
+/// Calls the driver on the compiled `function` and runs the event loop until the
+/// driver reports how the program ended (`reported` fires) or nothing is left to run.
+fn drive(
+    engine: &mut Engine,
+    event_loop: &tokio::runtime::Runtime,
+    function: deno_core::v8::Global<deno_core::v8::Value>,
+    reported: futures::channel::oneshot::Receiver<()>,
+) -> Result<(), CoreError> {
+    let driver = match engine.runtime.op_state().borrow().try_borrow::<Driver>() {
+        Some(d) => d.0.clone(),
+        None => crate::fail("the driver is missing"),
+    };
+    event_loop.block_on(async {
+        // Inside the runtime: the program's first tool calls start ops right away. The
+        // driver returns at once; the program's end arrives as `op_codemode_finish`.
+        drop(engine.runtime.call_with_args(&driver, &[function]));
+        let reported = reported.map(|sent| sent.map_err(|_| CoreErrorKind::PendingPromiseResolution.into_box()));
+        engine.runtime.with_event_loop_promise(reported, PollEventLoopOptions::default()).await
+    })
 }
 
 impl Prepared {
+    /// The worker's rehearsal ([`rehearse`]) on its own event loop.
+    pub fn rehearse(&self, engine: &mut Engine) {
+        rehearse(engine, &self.event_loop);
+    }
+
     /// Waits for the program (a warm worker's next message).
     pub fn wait_for_start(&self) -> StartProgram {
         let message = self.link.channel.borrow_mut().recv_from_host_blocking();
@@ -109,7 +177,8 @@ impl Prepared {
 /// A worker never runs a program with limits other than the ones it was locked down
 /// for: such a program (which the host sends to a fresh worker instead) is not run.
 pub fn run(engine: &mut Engine, prepared: Prepared, start: StartProgram) -> ! {
-    let Prepared { limits, link, memory_trip, clock } = prepared;
+    let Prepared { limits, link, memory_trip, clock, event_loop } = prepared;
+    link.times.set(WorkerTimes { received_ns: monotonic_ns(), ..WorkerTimes::default() });
     if start.limits != limits {
         finish(
             &link,
@@ -118,10 +187,11 @@ pub fn run(engine: &mut Engine, prepared: Prepared, start: StartProgram) -> ! {
             ),
         );
     }
-    let busy_poll = Duration::from_micros(start.busy_poll_us);
     clock.on_unpark();
 
-    let (function, prepared) = match engine.compile(&start.code) {
+    let compiled = engine.compile(&start.code);
+    link.times.set(WorkerTimes { compiled_ns: monotonic_ns(), ..link.times.get() });
+    let (function, prepared) = match compiled {
         Ok(compiled) => compiled,
         Err(CompileError::Threw(failure)) => finish(&link, WorkerOutcome::Threw(failure)),
         Err(CompileError::OutOfMemory) => finish(&link, WorkerOutcome::MemoryLimit),
@@ -133,6 +203,7 @@ pub fn run(engine: &mut Engine, prepared: Prepared, start: StartProgram) -> ! {
         catalog: start.catalog,
         calls_function_value: prepared.calls_function_value,
         positions: prepared.positions.flat(),
+        rehearsal: false,
     };
     let (done, reported) = futures::channel::oneshot::channel();
     {
@@ -146,22 +217,9 @@ pub fn run(engine: &mut Engine, prepared: Prepared, start: StartProgram) -> ! {
     // measures the whole heap after every script it evaluates.
     memory::set_heap_limit(&mut engine.runtime, limits.memory_bytes, &memory_trip);
 
-    let driver = match engine.runtime.op_state().borrow().try_borrow::<Driver>() {
-        Some(d) => d.0.clone(),
-        None => crate::fail("the driver is missing"),
-    };
-    let event_loop = match event_loop(&clock, busy_poll) {
-        Ok(rt) => rt,
-        Err(e) => crate::fail(&format!("cannot start the event loop: {e}")),
-    };
     WAITING_LINK.with(|l| *l.borrow_mut() = Some(Rc::clone(&link)));
-    let result = event_loop.block_on(async {
-        // Inside the runtime: the program's first tool calls start ops right away. The
-        // driver returns at once; the program's end arrives as `op_codemode_finish`.
-        drop(engine.runtime.call_with_args(&driver, &[function]));
-        let reported = reported.map(|sent| sent.map_err(|_| CoreErrorKind::PendingPromiseResolution.into_box()));
-        engine.runtime.with_event_loop_promise(reported, PollEventLoopOptions::default()).await
-    });
+    BUSY_POLL.with(|b| b.set(Duration::from_micros(start.busy_poll_us)));
+    let result = drive(engine, &event_loop, function, reported);
 
     let finishing = engine.runtime.op_state().borrow_mut().try_take::<Finishing>();
     let outcome = classify(result, finishing, &memory_trip, &clock, limits.result_bytes, &prepared.positions);
@@ -169,8 +227,12 @@ pub fn run(engine: &mut Engine, prepared: Prepared, start: StartProgram) -> ! {
 }
 
 thread_local! {
-    /// The host link, for the event loop's park hook (which must be `Send`).
+    /// The host link, for the event loop's park hook (which must be `Send`); set when
+    /// the program starts (a rehearsal has none: it waits for nothing).
     static WAITING_LINK: RefCell<Option<Rc<HostLink>>> = const { RefCell::new(None) };
+    /// How long the park hook polls for an answer before it blocks (the host's choice,
+    /// sent with the program).
+    static BUSY_POLL: Cell<Duration> = const { Cell::new(Duration::ZERO) };
 }
 
 /// The program's event loop: a single-threaded tokio runtime with no I/O driver (so no
@@ -179,10 +241,12 @@ thread_local! {
 /// the next answer from the channel, after a short busy poll; delivering the answer
 /// wakes the op that waits for it. Time spent there does not count towards the step
 /// limit; each answer starts a new step.
-fn event_loop(clock: &Arc<StepClock>, busy_poll: Duration) -> std::io::Result<tokio::runtime::Runtime> {
+fn event_loop(clock: &Arc<StepClock>) -> std::io::Result<tokio::runtime::Runtime> {
     let clock = Arc::clone(clock);
     tokio::runtime::Builder::new_current_thread()
-        .on_thread_park(move || WAITING_LINK.with(|l| wait_for_answer(l.borrow().as_deref(), &clock, busy_poll)))
+        .on_thread_park(move || {
+            WAITING_LINK.with(|l| wait_for_answer(l.borrow().as_deref(), &clock, BUSY_POLL.with(Cell::get)))
+        })
         .build()
 }
 
@@ -283,6 +347,13 @@ fn is_out_of_memory(js: &deno_core::error::JsError) -> bool {
 fn finish(link: &HostLink, outcome: WorkerOutcome) -> ! {
     let mut unanswered_calls: Vec<u64> = link.pending.borrow().keys().copied().collect();
     unanswered_calls.sort_unstable();
-    link.send(&WorkerToHost::Finished { outcome, console_dropped_bytes: link.console_dropped(), unanswered_calls });
+    let times = link.times.get();
+    let times = (times.received_ns > 0).then(|| WorkerTimes { ended_ns: monotonic_ns(), ..times });
+    link.send(&WorkerToHost::Finished {
+        outcome,
+        console_dropped_bytes: link.console_dropped(),
+        unanswered_calls,
+        times,
+    });
     crate::exit_now(0)
 }

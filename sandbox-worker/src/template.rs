@@ -23,9 +23,18 @@ pub fn serve(control: OwnedFd, host_pid: i32, options: &SandboxOptions) -> ! {
     crate::report_panics(None);
     die_with_host(host_pid);
     let mut engine = Engine::new(None).unwrap_or_else(|e| fail_to_host(&control, &e.to_string()));
+    // One rehearsal here: what a program's first run sets up once (the engine's lazily
+    // made structures, the driver's paths) is then made before any fork, and workers
+    // start from it instead of each making (and copying) it again.
+    match tokio::runtime::Builder::new_current_thread().build() {
+        Ok(event_loop) => program::rehearse(&mut engine, &event_loop),
+        Err(e) => fail_to_host(&control, &format!("cannot make an event loop for the rehearsal: {e}")),
+    }
     // Collect garbage once now, so that a forked worker starts with a compact heap and
     // does not begin its life with a collection that touches (and so copies) every page.
     engine.runtime.v8_isolate().low_memory_notification();
+    // SAFETY: malloc_trim only releases free memory back to the system.
+    unsafe { libc::malloc_trim(0) };
     let base_data_bytes =
         memory::current_data_bytes().unwrap_or_else(|e| fail_to_host(&control, &format!("cannot measure memory: {e}")));
     match thread_count() {
@@ -106,6 +115,7 @@ pub fn run_first_program(engine: &mut Engine, channel: OwnedFd, base_data_bytes:
     match channel.recv_from_host_blocking() {
         Ok(protocol::HostToWorker::Prepare { limits }) => {
             let prepared = program::prepare(engine, channel, limits, base_data_bytes, policy);
+            prepared.rehearse(engine);
             let start = prepared.wait_for_start();
             program::run(engine, prepared, start)
         }

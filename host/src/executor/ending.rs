@@ -96,6 +96,7 @@ pub(super) fn without_worker(started: Instant, kind: OutcomeKind) -> Outcome {
         elapsed: started.elapsed(),
         sandbox_missing: Vec::new(),
         unawaited_calls: Vec::new(),
+        phases: None,
     }
 }
 

@@ -36,7 +36,7 @@ use crate::launcher::{
     default_warm_workers, LaunchError, LaunchMode, Launched, Launcher, SandboxPolicy, WarmPoolConfig,
 };
 use crate::limits::{LimitError, Limits};
-use crate::outcome::{Outcome, OutcomeKind};
+use crate::outcome::{Outcome, OutcomeKind, Phases};
 use crate::tool::{Caller, Catalog};
 
 /// Why an executor could not be built.
@@ -91,7 +91,7 @@ impl ExecutorBuilder {
         self
     }
     /// Workers kept forked and prepared for the default limits ahead of demand, in
-    /// template mode (default [`default_warm_workers`]: one per core, at most four; 0
+    /// template mode (default [`default_warm_workers`]: two per core, between two and eight; 0
     /// turns the pool off). Programs with other limits never use them.
     pub fn warm_workers(mut self, count: usize) -> Self {
         self.warm_workers = Some(count);
@@ -287,6 +287,7 @@ impl Executor {
         let limits = limits.unwrap_or(self.limits);
         let cancel = cancel.unwrap_or_default();
         let started = Instant::now();
+        let called_ns = protocol::monotonic_ns();
         let program = self.next_program.fetch_add(1, Ordering::Relaxed);
         let span = tracing::debug_span!("program", id = program);
         let _enter = span.enter();
@@ -376,6 +377,7 @@ impl Executor {
             elapsed: started.elapsed(),
             sandbox_missing: self.launcher.missing_layers(),
             unawaited_calls: session.unawaited,
+            phases: session.worker_times.map(|(worker, arrived)| Phases::from_clock(called_ns, worker, arrived)),
         }
     }
 

@@ -98,6 +98,9 @@ pub(super) struct Session {
     /// The calls still running when the program returned, as they ended.
     pub(super) unawaited: Vec<UnawaitedCall>,
     shared_budget: Arc<SharedToolBudget>,
+    /// When the worker reached each step, and when its outcome arrived here
+    /// ([`protocol::monotonic_ns`]).
+    pub(super) worker_times: Option<(protocol::WorkerTimes, u64)>,
 }
 
 /// What one call holds of the shared budget, given back when the call ends (or is
@@ -132,6 +135,7 @@ impl Session {
             heard_from_worker: false,
             unawaited: Vec::new(),
             shared_budget,
+            worker_times: None,
         }
     }
 
@@ -231,7 +235,8 @@ impl Session {
                         }
                     }
                     Ok(WorkerToHost::Console { level, text }) => self.console.push(level, &text),
-                    Ok(WorkerToHost::Finished { outcome, console_dropped_bytes, unanswered_calls }) => {
+                    Ok(WorkerToHost::Finished { outcome, console_dropped_bytes, unanswered_calls, times }) => {
+                        self.worker_times = times.map(|t| (t, protocol::monotonic_ns()));
                         if !unanswered_calls.is_empty() {
                             // Answered already (on their way to the worker), or still running here.
                             let (done, running): (Vec<u64>, Vec<u64>) = unanswered_calls.into_iter().partition(|id| !names.contains_key(id));

@@ -839,6 +839,7 @@ mod tests {
             elapsed: Duration::ZERO,
             sandbox_missing: Vec::new(),
             unawaited_calls: Vec::new(),
+            phases: None,
         }
     }
 

@@ -325,7 +325,8 @@ function start(program) {
   insertions = spec.positions;
   setProgramInsertions(insertions);
   const tools = buildTools(spec.catalog);
-  defineValue(globalThis, "tools", tools);
+  // A warm worker's rehearsal builds `tools` but leaves the global to its program.
+  if (!spec.rehearsal) defineValue(globalThis, "tools", tools);
   const onThrown = (e) => finishThrown(e, "threw");
   const onValue = (value) => {
     if (spec.calls_function_value && typeof value === "function") {
