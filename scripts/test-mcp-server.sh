@@ -3,13 +3,16 @@
 # a virtualenv under target/, then drives `codemode mcp` (stdio) and `codemode serve`
 # (streamable HTTP) with it (tests/mcp/test_mcp_server.py), a remote MCP server built with
 # the same SDK as a plugin (tests/mcp/test_remote_plugins.py), and the seed-format plugins
-# behind it (tests/mcp/test_plugin_formats.py). Part of scripts/test.sh.
+# behind it (tests/mcp/test_plugin_formats.py), and the service features (stateless
+# replicas, operations endpoints, JSON log: tests/mcp/test_service.py). Part of scripts/test.sh.
 source "$(dirname "$0")/lib.sh"
 ensure_system_packages
 cd "$REPO_ROOT"
 ensure_mcp_venv
 [ -x target/release/codemode ] && [ -x target/release/sandbox-worker ] || cargo build --release --workspace --bins
 "$MCP_VENV/bin/python" tests/mcp/test_mcp_server.py target/release/codemode
+# As a service: stateless replicas, /healthz, /readyz, /metrics and the JSON log.
+"$MCP_VENV/bin/python" tests/mcp/test_service.py target/release/codemode
 # A remote MCP server (the SDK's own, over streamable HTTP) as a plugin.
 "$MCP_VENV/bin/python" tests/mcp/test_remote_plugins.py target/release/codemode
 # OAuth against the SDK's own authorization server: login, refresh, logout.

@@ -117,6 +117,12 @@ pub struct ServerConfig {
     /// `"none"`, or `{ token_env = "VAR" }` (sessions signed in with that operator token).
     /// Default: all under `codemode mcp`, none under `codemode serve`.
     pub client_logs: Option<crate::serve::logs::ClientLogs>,
+    /// `codemode serve`: answer every request on its own, with no MCP session (for
+    /// replicas behind a load balancer; see `--stateless`).
+    #[serde(default)]
+    pub stateless: bool,
+    /// `codemode serve`: where to serve /healthz, /readyz and /metrics.
+    pub ops_listen: Option<std::net::SocketAddr>,
 }
 
 /// How large the tool declarations in the execute description may grow.
@@ -165,6 +171,8 @@ impl Default for ServerConfig {
             output_bytes: default_output_bytes(),
             allowed_origins: Vec::new(),
             warm_workers: None,
+            stateless: false,
+            ops_listen: None,
             max_sessions: default_max_sessions(),
             session_idle_ms: default_session_idle_ms(),
             tls_cert: None,

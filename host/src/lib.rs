@@ -36,6 +36,7 @@ pub mod outcome;
 pub mod plugins;
 pub mod sandbox_report;
 pub mod serve;
+pub mod telemetry;
 pub mod terminal_approvals;
 pub mod tls;
 pub mod tool;

@@ -32,8 +32,24 @@ struct Cli {
     /// makes fail in its own words.
     #[arg(long, global = true, env = "CODEMODE_LOG", default_value = "warn,rmcp=off")]
     log: String,
+    /// How log lines are written on stderr: `text` for people, `json` (one object per
+    /// line) for a log shipper. With `--log info` (or `codemode::program=info`), every
+    /// program ends in one event: id, caller, outcome kind, duration, tool calls, sizes.
+    #[arg(long, global = true, env = "CODEMODE_LOG_FORMAT", value_enum, default_value_t = LogFormat::Text)]
+    log_format: LogFormat,
+    /// Put each program's text into its log event (off by default: programs may hold
+    /// what tools returned). Tool inputs are never logged.
+    #[arg(long, global = true)]
+    log_program_text: bool,
     #[command(subcommand)]
     command: Command,
+}
+
+/// `--log-format`.
+#[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+enum LogFormat {
+    Text,
+    Json,
 }
 
 #[derive(Subcommand)]
@@ -89,6 +105,17 @@ enum Command {
         /// `[server] allowed_origins`; a loopback server always allows the loopback origins.
         #[arg(long = "allow-origin", value_name = "ORIGIN")]
         allow_origins: Vec<String>,
+        /// Answer every request on its own, with no MCP session, so that any replica
+        /// behind a load balancer can take any request (overrides `[server] stateless`).
+        /// Approvals through elicitation and list changes need a session: without one,
+        /// tools that need approval are refused and clients see catalog changes on
+        /// their next tools/list.
+        #[arg(long)]
+        stateless: bool,
+        /// Serve /healthz, /readyz and Prometheus /metrics on this address (overrides
+        /// `[server] ops_listen`).
+        #[arg(long, value_name = "ADDR")]
+        ops_listen: Option<std::net::SocketAddr>,
     },
     /// Log in to MCP servers that ask for OAuth, and see or forget what is stored.
     Auth {
@@ -488,6 +515,8 @@ struct Listen {
     token_env: String,
     tls: Option<(PathBuf, PathBuf)>,
     allow_origins: Vec<String>,
+    stateless: bool,
+    ops_listen: Option<std::net::SocketAddr>,
 }
 
 /// `codemode mcp` (stdio) and `codemode serve` (HTTP, when `http` says where).
@@ -569,22 +598,55 @@ async fn serve(args: ServeArgs, http: Option<Listen>) -> anyhow::Result<i32> {
                 max_sessions: config.server.max_sessions,
                 session_idle: std::time::Duration::from_millis(config.server.session_idle_ms),
                 tls,
+                stateless: listen.stateless || config.server.stateless,
             };
             let listener = tokio::net::TcpListener::bind(listen.addr)
                 .await
                 .with_context(|| format!("listening on {}", listen.addr))?;
+            let ops = match listen.ops_listen.or(config.server.ops_listen) {
+                Some(addr) => {
+                    let ops = codemode::serve::ops::Ops::install(Arc::clone(&executor))?;
+                    let ops_listener = tokio::net::TcpListener::bind(addr)
+                        .await
+                        .with_context(|| format!("listening for operations on {addr}"))?;
+                    announce(&format!(
+                        "serving /healthz, /readyz and /metrics on http://{}",
+                        ops_listener.local_addr()?
+                    ));
+                    tokio::spawn(codemode::serve::ops::serve(ops_listener, Arc::clone(&ops)));
+                    Some(ops)
+                }
+                None => None,
+            };
             let scheme = if options.tls.is_some() { "https" } else { "http" };
-            eprintln!(
-                "codemode: serving MCP on {scheme}://{}/mcp{}",
+            announce(&format!(
+                "serving MCP on {scheme}://{}/mcp{}{}",
                 listener.local_addr()?,
+                if options.stateless { " (stateless)" } else { "" },
                 if token.is_some() { " (bearer token required)" } else { "" }
-            );
+            ));
+            if let Some(ops) = &ops {
+                ops.set_ready(true);
+            }
             codemode::serve::http::serve(listener, server, options).await.context("serving MCP over HTTP")?;
         }
     }
     drop(plugins);
     drop(executor);
     Ok(0)
+}
+
+/// Set when `--log-format json` asked for nothing but JSON lines on stderr.
+static JSON_LOGS: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Tells the person where the server listens: a line on stderr, or, when stderr carries
+/// JSON logs, an `info` event (so a log shipper reads only JSON).
+fn announce(text: &str) {
+    if JSON_LOGS.load(std::sync::atomic::Ordering::Relaxed) {
+        tracing::info!("{text}");
+    } else {
+        eprintln!("codemode: {text}");
+    }
 }
 
 /// Prints the result; a reader that went away (a closed pipe) is not an error.
@@ -609,13 +671,25 @@ fn main() {
     use tracing_subscriber::Layer;
     // Two layers: stderr at --log's level, and MCP clients' copy (info and up, for the
     // sessions the operator chose; see codemode::serve::logs).
-    let stderr = tracing_subscriber::fmt::layer()
-        .with_writer(std::io::stderr)
-        .with_ansi(std::io::stderr().is_terminal())
-        .with_filter(
-            tracing_subscriber::EnvFilter::try_new(&cli.log)
-                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
-        );
+    let filter =
+        tracing_subscriber::EnvFilter::try_new(&cli.log).unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
+    let stderr = match cli.log_format {
+        LogFormat::Text => tracing_subscriber::fmt::layer()
+            .with_writer(std::io::stderr)
+            .with_ansi(std::io::stderr().is_terminal())
+            .with_filter(filter)
+            .boxed(),
+        LogFormat::Json => tracing_subscriber::fmt::layer()
+            .json()
+            .flatten_event(true)
+            .with_current_span(false)
+            .with_span_list(false)
+            .with_writer(std::io::stderr)
+            .with_filter(filter)
+            .boxed(),
+    };
+    codemode::telemetry::set_log_program_text(cli.log_program_text);
+    JSON_LOGS.store(cli.log_format == LogFormat::Json, std::sync::atomic::Ordering::Relaxed);
     let clients = codemode::serve::logs::ClientLogLayer.with_filter(tracing_subscriber::filter::LevelFilter::INFO);
     tracing_subscriber::registry().with(stderr).with(clients).init();
     let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
@@ -632,10 +706,28 @@ fn main() {
                 list_tools(config, example_tools, typescript, json).await
             }
             Command::Mcp(args) => serve(args, None).await,
-            Command::Serve { common, listen, allow_remote, token_env, tls_cert, tls_key, allow_origins } => {
+            Command::Serve {
+                common,
+                listen,
+                allow_remote,
+                token_env,
+                tls_cert,
+                tls_key,
+                allow_origins,
+                stateless,
+                ops_listen,
+            } => {
                 serve(
                     common,
-                    Some(Listen { addr: listen, allow_remote, token_env, tls: tls_cert.zip(tls_key), allow_origins }),
+                    Some(Listen {
+                        addr: listen,
+                        allow_remote,
+                        token_env,
+                        tls: tls_cert.zip(tls_key),
+                        allow_origins,
+                        stateless,
+                        ops_listen,
+                    }),
                 )
                 .await
             }

@@ -10,6 +10,7 @@ use serde_json::value::RawValue;
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
+use crate::telemetry::ToolCallEnd;
 use crate::tool::{Approver, CallContext, Caller, Catalog, ProgressSink, Tool};
 
 /// What a caller may add around each tool call of a program: a check before it (for
@@ -79,9 +80,16 @@ pub(super) async fn serve_call(
     // The JSON text is not needed once parsed: it may be tens of MiB.
     drop(input);
     let answer = match &found {
-        Err(why) => ToolAnswer::Reject(why.clone()),
+        Err(why) => {
+            // A name the program made up is no label: programs cannot grow the series.
+            crate::telemetry::tool_call_ended(None, ToolCallEnd::Rejected);
+            ToolAnswer::Reject(why.clone())
+        }
         Ok(t) => match parsed {
-            Err(e) => ToolAnswer::Reject(format!("the input of {plugin}.{tool} is not JSON: {e}")),
+            Err(e) => {
+                crate::telemetry::tool_call_ended(Some(&plugin), ToolCallEnd::Rejected);
+                ToolAnswer::Reject(format!("the input of {plugin}.{tool} is not JSON: {e}"))
+            }
             Ok(input) => {
                 // Checked before anyone is asked to approve it.
                 let checked = t.check_input(&format!("{plugin}.{tool}"), &input);
@@ -118,6 +126,14 @@ pub(super) async fn serve_call(
                 if let Some(h) = hooks {
                     h.after(&plugin, &tool, outcome.as_ref().is_ok_and(|r| !r.is_error));
                 }
+                crate::telemetry::tool_call_ended(
+                    Some(&plugin),
+                    match &outcome {
+                        Ok(r) if r.is_error => ToolCallEnd::ToolError,
+                        Ok(_) => ToolCallEnd::Ok,
+                        Err(_) => ToolCallEnd::Rejected,
+                    },
+                );
                 match outcome {
                     Ok(result) => t.answer(&result),
                     Err(why) => ToolAnswer::Reject(why),

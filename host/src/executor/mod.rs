@@ -283,13 +283,26 @@ impl Executor {
 
     /// Runs one program (code, or a [`Program`] with options) to its outcome.
     pub async fn run(&self, program: impl Into<Program>) -> Outcome {
-        let Program { code, limits, cancel, caller, hooks } = program.into();
+        let program = program.into();
+        let caller = program.caller.clone();
+        let code_bytes = program.code.len();
+        let logged_code = crate::telemetry::logs_program_text().then(|| program.code.clone());
+        let id = self.next_program.fetch_add(1, Ordering::Relaxed);
+        let running = crate::telemetry::ProgramRunning::start();
+        let outcome = self.run_program(program, id).await;
+        drop(running);
+        crate::telemetry::program_ended(id, &caller, code_bytes, logged_code.as_deref(), &outcome);
+        outcome
+    }
+
+    /// [`Executor::run`] without the accounting.
+    async fn run_program(&self, program: Program, id: u64) -> Outcome {
+        let Program { code, limits, cancel, caller, hooks } = program;
         let limits = limits.unwrap_or(self.limits);
         let cancel = cancel.unwrap_or_default();
         let started = Instant::now();
         let called_ns = protocol::monotonic_ns();
-        let program = self.next_program.fetch_add(1, Ordering::Relaxed);
-        let span = tracing::debug_span!("program", id = program);
+        let span = tracing::debug_span!("program", id);
         let _enter = span.enter();
         if let Err(e) = limits.validate() {
             return ending::without_worker(started, OutcomeKind::Internal { reason: e.to_string() });

@@ -13,7 +13,7 @@
 use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;
 use std::process::Stdio;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex as StdMutex};
 use std::time::{Duration, Instant};
 
@@ -152,6 +152,8 @@ pub struct ProcessPlugin {
     stderr_tail: StderrTail,
     /// What the plugin said it cannot honour when it last started (`initialize`'s notes).
     notes: StdMutex<Vec<String>>,
+    /// Set once its process was first started: later starts are restarts.
+    started_once: AtomicBool,
 }
 
 /// The last lines a plugin wrote on standard error, for the reason it is unavailable.
@@ -211,6 +213,7 @@ impl ProcessPlugin {
             changed: tokio::sync::watch::channel(0).0,
             stderr_tail: StderrTail::default(),
             notes: StdMutex::new(Vec::new()),
+            started_once: AtomicBool::new(false),
         })
     }
 
@@ -409,6 +412,9 @@ impl ProcessPlugin {
             plugin: name.clone(),
             reason: format!("{}: {e}", self.config.command.display()),
         })?;
+        if self.started_once.swap(true, Ordering::Relaxed) {
+            crate::telemetry::plugin_restarted(&name);
+        }
         let (Some(stdin), Some(stdout), Some(stderr)) = (child.stdin.take(), child.stdout.take(), child.stderr.take())
         else {
             return Err(PluginError::Start { plugin: name, reason: "its standard streams are missing".into() });

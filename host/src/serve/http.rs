@@ -154,6 +154,11 @@ pub struct HttpOptions {
     pub session_idle: Duration,
     /// HTTPS: the server's certificate and key.
     pub tls: Option<Arc<rustls::ServerConfig>>,
+    /// Answer every request on its own, with no MCP session (rmcp's stateless mode):
+    /// any replica can take any request. No session means no server-to-client requests
+    /// (approvals are refused), no list changes and no log level per session; progress
+    /// still streams within the request's own response.
+    pub stateless: bool,
 }
 
 /// Builds the TLS configuration from PEM files of a certificate chain and its key.
@@ -280,7 +285,12 @@ pub async fn serve(
 ) -> std::io::Result<()> {
     let local = listener.local_addr()?;
     let loopback = local.ip().is_loopback();
-    let mut config = StreamableHttpServerConfig::default().with_sse_keep_alive(Some(Duration::from_secs(15)));
+    let mut config = StreamableHttpServerConfig::default()
+        .with_sse_keep_alive(Some(Duration::from_secs(15)))
+        .with_legacy_session_mode(!options.stateless)
+        // Stateless: a plain JSON answer when the call streams nothing before it (rmcp
+        // falls back to SSE when it does, for progress).
+        .with_json_response(options.stateless);
     if !loopback {
         // The Host check guards loopback servers against DNS rebinding; a remote server
         // is reached under names of its own and is guarded by the token.
@@ -332,8 +342,9 @@ pub async fn serve(
                             }
                             proven.store(true, Ordering::Release);
                         }
-                        let opens_session =
-                            request.method() == http::Method::POST && !request.headers().contains_key("mcp-session-id");
+                        let opens_session = !options.stateless
+                            && request.method() == http::Method::POST
+                            && !request.headers().contains_key("mcp-session-id");
                         if opens_session && sessions.sessions.read().await.len() >= options.max_sessions {
                             return Ok(text_response(
                                 http::StatusCode::SERVICE_UNAVAILABLE,

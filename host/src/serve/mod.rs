@@ -9,13 +9,16 @@
 //! - [`media`]: images and audio in a returned value, attached as MCP content;
 //! - [`logs`]: codemode's log as MCP log notifications, for the sessions the operator
 //!   chose;
-//! - [`http`]: the streamable HTTP listener with its bearer-token check.
+//! - [`http`]: the streamable HTTP listener with its bearer-token check (stateful, or
+//!   stateless for replicas behind a load balancer);
+//! - [`ops`]: the operations listener (`/healthz`, `/readyz`, `/metrics`).
 
 pub mod cut;
 pub mod description;
 pub mod http;
 pub mod logs;
 pub mod media;
+pub mod ops;
 pub mod server;
 
 pub use server::CodemodeServer;
