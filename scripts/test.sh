@@ -17,6 +17,8 @@ cargo test --release --workspace
 bash scripts/test-mcp-server.sh
 # The official MCP conformance suite, codemode as the server and as the client.
 bash scripts/conformance.sh
+# The Kubernetes manifests and the seccomp profile in deploy/.
+bash scripts/check-deploy.sh
 # The escape suite: real attacks, JavaScript and native, against the real sandbox; the
 # below-seccomp cases run in the test build of the worker.
 build_test_switch_worker

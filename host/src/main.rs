@@ -628,12 +628,47 @@ async fn serve(args: ServeArgs, http: Option<Listen>) -> anyhow::Result<i32> {
             if let Some(ops) = &ops {
                 ops.set_ready(true);
             }
-            codemode::serve::http::serve(listener, server, options).await.context("serving MCP over HTTP")?;
+            tokio::select! {
+                served = codemode::serve::http::serve(listener, server, options) => {
+                    served.context("serving MCP over HTTP")?;
+                }
+                signal = shutdown_signal() => {
+                    // An orchestrator stopping the replica: not ready first (the balancer
+                    // stops sending), no new connections, then the programs running now
+                    // end within the grace period.
+                    if let Some(ops) = &ops {
+                        ops.set_ready(false);
+                    }
+                    announce(&format!("{signal}: draining {} running program(s), then exiting", executor.running_programs()));
+                    let deadline = tokio::time::Instant::now() + SHUTDOWN_DRAIN;
+                    while executor.running_programs() > 0 && tokio::time::Instant::now() < deadline {
+                        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+                    }
+                }
+            }
         }
     }
     drop(plugins);
     drop(executor);
     Ok(0)
+}
+
+/// How long `codemode serve` lets running programs finish after SIGTERM or SIGINT
+/// (Kubernetes' default grace period is 30 s).
+const SHUTDOWN_DRAIN: std::time::Duration = std::time::Duration::from_secs(25);
+
+/// Resolves with the signal's name at SIGTERM or SIGINT. As a container's pid 1,
+/// codemode gets no default action for them: without this, a stopping pod waits for its
+/// grace period and is killed.
+async fn shutdown_signal() -> &'static str {
+    use tokio::signal::unix::{signal, SignalKind};
+    let (Ok(mut term), Ok(mut int)) = (signal(SignalKind::terminate()), signal(SignalKind::interrupt())) else {
+        return std::future::pending().await;
+    };
+    tokio::select! {
+        _ = term.recv() => "SIGTERM",
+        _ = int.recv() => "SIGINT",
+    }
 }
 
 /// Set when `--log-format json` asked for nothing but JSON lines on stderr.

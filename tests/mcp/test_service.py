@@ -18,6 +18,7 @@ see them. Checked:
   plugin and outcome (a tool name the program made up is never a label), the
   program duration histogram, the warm pool, the template's memory and plugin restarts
   (a process plugin made to crash);
+- SIGTERM: the replica stops being ready, answers the program it runs, then exits;
 - `--log-format json`: one JSON event per program with its outcome, duration and tool
   calls; the program's text only on the replica started with `--log-program-text`.
 """
@@ -219,9 +220,27 @@ def main():
         check(all("code" not in e for e in events_b), "no program text by default")
         check(all("tools.math.add" in e.get("code", "") for e in events_a), f"the text on the replica asked for it: {events_a[0]}")
         check(all("nope" not in json.dumps(e) for e in events_b), "nothing of what a program returned or threw is logged")
+        # SIGTERM, as an orchestrator stops a replica: not ready at once, the running
+        # program still answered, then the process exits by itself.
+        outcome = {}
+
+        def slow():
+            outcome["answer"] = execute(a, "return await tools.proc.slow({ ms: 1500 })", 30)
+
+        import threading
+        runner = threading.Thread(target=slow)
+        runner.start()
+        time.sleep(0.5)
+        a.process.send_signal(15)
+        time.sleep(0.3)
+        check(get(a.ops_url("/readyz"))[0] == 503, "a stopping replica is not ready")
+        runner.join(10)
+        check(outcome.get("answer") == (False, "slept 1500"), f"the running program was answered: {outcome}")
+        check(a.process.wait(10) == 0, "the replica exits by itself once drained")
     finally:
-        a.stop()
-        b.stop()
+        for replica in (a, b):
+            if replica.process.poll() is None:
+                replica.stop()
     print(f"service: {harness.CHECKS} checks passed")
 
 

@@ -21,7 +21,7 @@ mod ending;
 mod session;
 
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, RwLock};
 use std::time::{Duration, Instant};
 
@@ -134,6 +134,7 @@ impl ExecutorBuilder {
             catalog: Arc::new(RwLock::new(Arc::new(self.catalog))),
             catalog_version: tokio::sync::watch::channel(0).0,
             next_program: AtomicU64::new(1),
+            running: Arc::new(AtomicUsize::new(0)),
             tool_budget: Arc::new(SharedToolBudget {
                 limit: self.tool_bytes_budget.unwrap_or(DEFAULT_TOOL_BYTES_BUDGET),
                 used: AtomicU64::new(0),
@@ -165,6 +166,8 @@ pub struct Executor {
     catalog: Arc<RwLock<Arc<Catalog>>>,
     catalog_version: tokio::sync::watch::Sender<u64>,
     next_program: AtomicU64,
+    /// Programs running now.
+    running: Arc<AtomicUsize>,
     tool_budget: Arc<SharedToolBudget>,
 }
 
@@ -289,7 +292,9 @@ impl Executor {
         let logged_code = crate::telemetry::logs_program_text().then(|| program.code.clone());
         let id = self.next_program.fetch_add(1, Ordering::Relaxed);
         let running = crate::telemetry::ProgramRunning::start();
+        let counted = RunningGuard::enter(&self.running);
         let outcome = self.run_program(program, id).await;
+        drop(counted);
         drop(running);
         crate::telemetry::program_ended(id, &caller, code_bytes, logged_code.as_deref(), &outcome);
         outcome
@@ -394,9 +399,31 @@ impl Executor {
         }
     }
 
+    /// Programs running now (for draining before a shutdown).
+    pub fn running_programs(&self) -> usize {
+        self.running.load(Ordering::Acquire)
+    }
+
     /// Sandbox layers missing on this machine (empty unless the executor was built with
     /// [`SandboxPolicy::InsecureAllowWeaker`]).
     pub fn sandbox_missing(&self) -> Vec<protocol::worker::MissingLayer> {
         self.launcher.missing_layers()
+    }
+}
+
+/// Counts a program in [`Executor::running_programs`] until dropped (also when the
+/// caller gives up on the program's future).
+struct RunningGuard(Arc<AtomicUsize>);
+
+impl RunningGuard {
+    fn enter(count: &Arc<AtomicUsize>) -> Self {
+        count.fetch_add(1, Ordering::AcqRel);
+        Self(Arc::clone(count))
+    }
+}
+
+impl Drop for RunningGuard {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::AcqRel);
     }
 }
