@@ -4,7 +4,7 @@
 # (an unknown field fails), with kubernetes-validate from PyPI (cached under target/);
 # and the Localhost seccomp profile: valid JSON, allowing what the sandbox needs and
 # refusing what it must. Part of scripts/test.sh. The image itself, with the sandbox
-# inside a container runtime: scripts/container-check.sh (opt-in).
+# inside a container runtime: scripts/container-check.sh.
 source "$(dirname "$0")/lib.sh"
 cd "$REPO_ROOT"
 VALIDATE_VERSION="1.37.0"

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# The sandbox inside a container runtime (opt-in; about 3 minutes the first time):
+# The sandbox inside a container runtime (part of scripts/test.sh; about 3 minutes the
+# first time):
 #
 #   bash scripts/container-check.sh
 #

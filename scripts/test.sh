@@ -17,8 +17,10 @@ cargo test --release --workspace
 bash scripts/test-mcp-server.sh
 # The official MCP conformance suite, codemode as the server and as the client.
 bash scripts/conformance.sh
-# The Kubernetes manifests and the seccomp profile in deploy/.
+# The Kubernetes manifests and the seccomp profile in deploy/, then the image under a
+# container runtime (podman from Debian) run as the Deployment runs it.
 bash scripts/check-deploy.sh
+bash scripts/container-check.sh
 # The escape suite: real attacks, JavaScript and native, against the real sandbox; the
 # below-seccomp cases run in the test build of the worker.
 build_test_switch_worker

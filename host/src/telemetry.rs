@@ -11,7 +11,7 @@
 //! | `codemode_program_duration_seconds` | histogram | | [`program_ended`] |
 //! | `codemode_programs_running` | gauge | | [`ProgramRunning`] |
 //! | `codemode_tool_calls_total` | counter | `plugin`, `outcome` (`ok`, `tool_error`, `rejected`) | [`tool_call_ended`] |
-//! | `codemode_plugin_restarts_total` | counter | `plugin` | the process plugins |
+//! | `codemode_plugin_restarts_total` | counter | `plugin` | process and MCP plugins (a new session after one closed) |
 //! | `codemode_warm_workers`, `codemode_template_rss_bytes` | gauges | | set when scraped |
 //!
 //! Labels carry only names from the configuration and the fixed outcome kinds: a
@@ -40,7 +40,8 @@ pub const PROGRAM_DURATION: &str = "codemode_program_duration_seconds";
 pub const PROGRAMS_RUNNING: &str = "codemode_programs_running";
 /// Tool calls that ended, by plugin and outcome.
 pub const TOOL_CALLS_TOTAL: &str = "codemode_tool_calls_total";
-/// Plugin processes started again after a failure, by plugin.
+/// Plugins started again (or, for MCP servers, reconnected) after their process or
+/// session ended, by plugin.
 pub const PLUGIN_RESTARTS_TOTAL: &str = "codemode_plugin_restarts_total";
 /// Workers waiting in the warm pool.
 pub const WARM_WORKERS: &str = "codemode_warm_workers";
@@ -147,7 +148,7 @@ pub fn tool_call_ended(plugin: Option<&str>, end: ToolCallEnd) {
     metrics::counter!(TOOL_CALLS_TOTAL, "plugin" => plugin, "outcome" => end.label()).increment(1);
 }
 
-/// Records that plugin `name`'s process was started again after a failure.
+/// Records that plugin `name` was started again (or reconnected) after it ended.
 pub fn plugin_restarted(name: &str) {
     metrics::counter!(PLUGIN_RESTARTS_TOTAL, "plugin" => name.to_string()).increment(1);
 }

@@ -142,6 +142,8 @@ impl McpPlugin {
                 return Ok(Arc::clone(s));
             }
         }
+        // A session that closed: the next one is a restart (or a reconnection).
+        let restarting = slot.is_some();
         let delay = self.retry_in();
         if !delay.is_zero() {
             if !wait {
@@ -160,6 +162,9 @@ impl McpPlugin {
             }
         }
         let session = session?;
+        if restarting {
+            crate::telemetry::plugin_restarted(&self.config.name);
+        }
         *slot = Some(Arc::clone(&session));
         Ok(session)
     }
