@@ -9,10 +9,13 @@
 //! |---|---|---|---|
 //! | `codemode_programs_total` | counter | `outcome` (the outcome kind) | [`program_ended`] |
 //! | `codemode_program_duration_seconds` | histogram | | [`program_ended`] |
-//! | `codemode_programs_running` | gauge | | [`ProgramRunning`] |
+//! | `codemode_programs_running` | gauge | | set when scraped |
 //! | `codemode_tool_calls_total` | counter | `plugin`, `outcome` (`ok`, `tool_error`, `rejected`) | [`tool_call_ended`] |
 //! | `codemode_plugin_restarts_total` | counter | `plugin` | process and MCP plugins (a new session after one closed) |
 //! | `codemode_warm_workers`, `codemode_template_rss_bytes` | gauges | | set when scraped |
+//!
+//! The gauges are read from the executor when scraped ([`crate::serve::ops`]), not
+//! kept up to date beside it.
 //!
 //! Labels carry only names from the configuration and the fixed outcome kinds: a
 //! program calling a tool that does not exist is counted under `plugin="unknown"`, so
@@ -69,23 +72,6 @@ pub fn describe() {
     metrics::describe_counter!(PLUGIN_RESTARTS_TOTAL, "Plugin processes started again after a failure");
     metrics::describe_gauge!(WARM_WORKERS, "Workers forked, locked down and waiting for a program");
     metrics::describe_gauge!(TEMPLATE_RSS, metrics::Unit::Bytes, "Resident memory of the template process");
-}
-
-/// Counts a program as running while it lives.
-pub struct ProgramRunning(());
-
-impl ProgramRunning {
-    /// A program started.
-    pub fn start() -> Self {
-        metrics::gauge!(PROGRAMS_RUNNING).increment(1.0);
-        Self(())
-    }
-}
-
-impl Drop for ProgramRunning {
-    fn drop(&mut self) {
-        metrics::gauge!(PROGRAMS_RUNNING).decrement(1.0);
-    }
 }
 
 /// True when the program event carries the program's text ([`set_log_program_text`]).

@@ -123,15 +123,20 @@ pub fn rehearse(engine: &mut Engine, event_loop: &tokio::runtime::Runtime) {
         positions: source.positions.flat(),
         rehearsal: true,
     };
-    let (done, reported) = futures::channel::oneshot::channel();
-    {
-        let state = engine.runtime.op_state();
-        let mut state = state.borrow_mut();
-        state.put(spec);
-        state.put(Finishing { done: Some(done), ..Finishing::default() });
-    }
+    let reported = hand_to_driver(engine, spec);
     let _ = drive(engine, event_loop, function, reported);
     engine.runtime.op_state().borrow_mut().try_take::<Finishing>();
+}
+
+/// Puts `spec` where the driver reads it (`op_codemode_program`) and a fresh
+/// [`Finishing`] where it reports the end; returns what fires at that report.
+fn hand_to_driver(engine: &mut Engine, spec: ProgramSpec) -> futures::channel::oneshot::Receiver<()> {
+    let (done, reported) = futures::channel::oneshot::channel();
+    let state = engine.runtime.op_state();
+    let mut state = state.borrow_mut();
+    state.put(spec);
+    state.put(Finishing { done: Some(done), ..Finishing::default() });
+    reported
 }
 
 /// Calls the driver on the compiled `function` and runs the event loop until the
@@ -205,13 +210,7 @@ pub fn run(engine: &mut Engine, prepared: Prepared, start: StartProgram) -> ! {
         positions: prepared.positions.flat(),
         rehearsal: false,
     };
-    let (done, reported) = futures::channel::oneshot::channel();
-    {
-        let state = engine.runtime.op_state();
-        let mut state = state.borrow_mut();
-        state.put(spec);
-        state.put(Finishing { done: Some(done), ..Finishing::default() });
-    }
+    let reported = hand_to_driver(engine, spec);
 
     // After compiling: with a near-heap-limit callback registered, the QuickJS backend
     // measures the whole heap after every script it evaluates.

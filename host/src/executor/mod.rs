@@ -291,11 +291,9 @@ impl Executor {
         let code_bytes = program.code.len();
         let logged_code = crate::telemetry::logs_program_text().then(|| program.code.clone());
         let id = self.next_program.fetch_add(1, Ordering::Relaxed);
-        let running = crate::telemetry::ProgramRunning::start();
         let counted = RunningGuard::enter(&self.running);
         let outcome = self.run_program(program, id).await;
         drop(counted);
-        drop(running);
         crate::telemetry::program_ended(id, &caller, code_bytes, logged_code.as_deref(), &outcome);
         outcome
     }
@@ -399,7 +397,7 @@ impl Executor {
         }
     }
 
-    /// Programs running now (for draining before a shutdown).
+    /// Programs running now (for the metrics, and for draining before a shutdown).
     pub fn running_programs(&self) -> usize {
         self.running.load(Ordering::Acquire)
     }

@@ -106,6 +106,7 @@ impl Ops {
 
     /// The metrics in Prometheus text format, with the gauges read now.
     pub async fn render_metrics(&self) -> String {
+        metrics::gauge!(telemetry::PROGRAMS_RUNNING).set(self.executor.running_programs() as f64);
         metrics::gauge!(telemetry::WARM_WORKERS).set(self.executor.warm_workers().len() as f64);
         if let Some(rss) = self.executor.template_pid().await.and_then(resident_bytes) {
             metrics::gauge!(telemetry::TEMPLATE_RSS).set(rss as f64);
