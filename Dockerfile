@@ -1,4 +1,4 @@
-# codemode's container image: the release binaries on a slim Debian base, run as a
+# codemode's container image: the dist binaries on a slim Debian base, run as a
 # non-root user. Build with:
 #
 #   docker build -t codemode .          (or: podman build -t codemode .)
@@ -18,7 +18,9 @@ RUN apt-get update -qq \
 WORKDIR /src
 COPY . .
 ENV CMAKE_TOOLCHAIN_FILE=/src/scripts/cmake/offline-toolchain.cmake
-RUN cargo build --release --locked -p codemode -p sandbox-worker --bins
+# The dist profile (Cargo.toml): fat LTO, one codegen unit, stripped; 33 MB for both
+# binaries instead of 270 MB with line tables, and faster.
+RUN cargo build --profile dist --locked -p codemode -p sandbox-worker --bins
 
 # --- runtime
 FROM ${RUNTIME_BASE} AS runtime
@@ -28,7 +30,7 @@ RUN apt-get update -qq \
  && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends ca-certificates python3 \
  && rm -rf /var/lib/apt/lists/* \
  && useradd --system --uid 10001 --user-group --home-dir /var/lib/codemode --create-home codemode
-COPY --from=build /src/target/release/codemode /src/target/release/sandbox-worker /usr/local/bin/
+COPY --from=build /src/target/dist/codemode /src/target/dist/sandbox-worker /usr/local/bin/
 COPY --from=build /src/plugins /usr/share/codemode/plugins
 # Workers run as this user outside their user namespace: the kernel's per-user limits
 # apply to them, and nothing in the image belongs to it but its home.

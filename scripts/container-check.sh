@@ -7,10 +7,11 @@
 # Installs podman, runc and debootstrap from Debian; builds a Debian bookworm base image
 # with debootstrap (this machine reaches Debian's mirrors, not image registries; cached
 # as localhost/codemode-base:bookworm); builds the runtime stage of ./Dockerfile on it,
-# with the release binaries of this checkout standing in for its build stage; then runs
-# the image as Kubernetes would run deploy/kubernetes/deployment.yaml: its non-root user,
-# every capability dropped, no new privileges, a read-only root, and the Localhost
-# seccomp profile deploy/kubernetes/codemode-seccomp.json. Checked:
+# with the release binaries of this checkout standing in for the dist binaries of its
+# build stage; then runs the image as Kubernetes would run
+# deploy/kubernetes/deployment.yaml: its non-root user, every capability dropped, no new
+# privileges, a read-only root, and the Localhost seccomp profile
+# deploy/kubernetes/codemode-seccomp.json. Checked:
 #
 # - `codemode sandbox-check` shows every sandbox layer active, and a program runs;
 # - `codemode serve` in the container answers /healthz (every layer), /readyz and an
@@ -45,8 +46,10 @@ if ! "${PODMAN[@]}" image exists "$BASE"; then
   tar -C "$WORK/rootfs" -c . | "${PODMAN[@]}" import - "$BASE" >/dev/null
   rm -rf "$WORK/rootfs"
 fi
-rm -rf "$WORK/build" && mkdir -p "$WORK/build/src/target/release"
-cp target/release/codemode target/release/sandbox-worker "$WORK/build/src/target/release/"
+# The release binaries stand in for the dist ones the build stage makes (the same code;
+# a dist build takes CI's whole budget on this machine).
+rm -rf "$WORK/build" && mkdir -p "$WORK/build/src/target/dist"
+cp target/release/codemode target/release/sandbox-worker "$WORK/build/src/target/dist/"
 cp -r plugins "$WORK/build/src/plugins"
 "${PODMAN[@]}" build --quiet --build-context build="$WORK/build" --build-arg RUNTIME_BASE="$BASE" --target runtime \
   -t localhost/codemode:check . >/dev/null

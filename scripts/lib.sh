@@ -65,6 +65,21 @@ ensure_mcp_venv() {
   fi
 }
 
+# The MCP reference "everything" server from npm, pinned, under target/ (its opt-in test
+# and the large-catalog example). Sets MCP_EVERYTHING_BIN.
+MCP_EVERYTHING_VERSION="2026.8.31"
+MCP_EVERYTHING_BIN="$REPO_ROOT/target/mcp-everything/node_modules/.bin/mcp-server-everything"
+ensure_mcp_everything() {
+  local installed="$REPO_ROOT/target/mcp-everything/node_modules/@modelcontextprotocol/server-everything/package.json"
+  if ! grep -q "\"version\": \"$MCP_EVERYTHING_VERSION\"" "$installed" 2>/dev/null; then
+    ensure_node
+    mkdir -p "$REPO_ROOT/target/mcp-everything"
+    npm install --prefix "$REPO_ROOT/target/mcp-everything" --no-audit --no-fund --loglevel=error \
+      "@modelcontextprotocol/server-everything@$MCP_EVERYTHING_VERSION" >/dev/null
+  fi
+  export MCP_EVERYTHING_BIN
+}
+
 # The escape suite's worker: the same sandbox-worker built with the
 # insecure-test-switches feature (`exec --skip-layer`), kept under its own name. The
 # release worker is built again right after, so target/release/sandbox-worker is never

@@ -3,8 +3,10 @@
 # a virtualenv under target/, then drives `codemode mcp` (stdio) and `codemode serve`
 # (streamable HTTP) with it (tests/mcp/test_mcp_server.py), a remote MCP server built with
 # the same SDK as a plugin (tests/mcp/test_remote_plugins.py), and the seed-format plugins
-# behind it (tests/mcp/test_plugin_formats.py), and the service features (stateless
-# replicas, operations endpoints, JSON log: tests/mcp/test_service.py). Part of scripts/test.sh.
+# behind it (tests/mcp/test_plugin_formats.py), the large-catalog example with the MCP
+# reference server from npm (tests/mcp/test_large_catalog.py), and the service features
+# (stateless replicas, operations endpoints, JSON log: tests/mcp/test_service.py).
+# Part of scripts/test.sh.
 source "$(dirname "$0")/lib.sh"
 ensure_system_packages
 cd "$REPO_ROOT"
@@ -17,6 +19,9 @@ ensure_mcp_venv
 "$MCP_VENV/bin/python" tests/mcp/test_remote_plugins.py target/release/codemode
 # OAuth against the SDK's own authorization server: login, refresh, logout.
 "$MCP_VENV/bin/python" tests/mcp/test_oauth_plugins.py target/release/codemode
+# The large-catalog example: the MCP reference server (npm) beside 84 recorded servers.
+ensure_mcp_everything
+"$MCP_VENV/bin/python" tests/mcp/test_large_catalog.py target/release/codemode "$MCP_EVERYTHING_BIN"
 # The seed systems' plugin formats behind the server (approvals through elicitation).
 [ -d target/formats/zhin/node_modules ] || bash scripts/npm-fixtures.sh
 "$MCP_VENV/bin/python" tests/mcp/test_plugin_formats.py target/release/codemode

@@ -9,7 +9,10 @@
 //!   sent → JavaScript resolves → next call arrives);
 //! - the wall time of a program doing a 1,000-call `Promise.all`;
 //! - throughput and latency of the seed's two-call program at 1, 2, 4, 8 and 16
-//!   programs in flight;
+//!   programs in flight, with the share of CPU time left idle while programs queued;
+//! - the private memory of a worker running a trivial program (its own pages, not the
+//!   template's it shares), and the host's and template's RSS before and after 10,000
+//!   programs;
 //! - the whole execute of a 50-line program as JavaScript and as TypeScript;
 //! - the plugin round trip (host → plugin → host, timed at the host for each of 1,000
 //!   sequential calls) for a Python process plugin and a JavaScript plugin;
@@ -43,9 +46,80 @@ fn report(name: &str, mut samples: Vec<Duration>) -> Duration {
     p50
 }
 
+/// One field of a `/proc` file in kB (`VmRSS:` of status, `Private_Dirty:` of
+/// smaps_rollup, ...), if the process exists.
+fn proc_kib(pid: &str, file: &str, field: &str) -> Option<u64> {
+    let text = std::fs::read_to_string(format!("/proc/{pid}/{file}")).ok()?;
+    let line = text.lines().find(|l| l.starts_with(field))?;
+    line[field.len()..].trim().trim_end_matches("kB").trim().parse().ok()
+}
+
+/// A process's own memory (unique set size): the pages no other process maps.
+fn private_kib(pid: i32) -> Option<u64> {
+    let pid = pid.to_string();
+    Some(proc_kib(&pid, "smaps_rollup", "Private_Dirty:")? + proc_kib(&pid, "smaps_rollup", "Private_Clean:")?)
+}
+
+/// The children of `parent` (from `/proc/*/stat`).
+fn children_of(parent: i32) -> Vec<i32> {
+    let Ok(entries) = std::fs::read_dir("/proc") else { return Vec::new() };
+    entries
+        .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<i32>().ok())
+        .filter(|pid| {
+            std::fs::read_to_string(format!("/proc/{pid}/stat")).ok().and_then(|stat| {
+                stat.rsplit_once(") ").and_then(|(_, rest)| rest.split(' ').nth(1)?.parse::<i32>().ok())
+            }) == Some(parent)
+        })
+        .collect()
+}
+
+/// Busy and total CPU time of the machine so far (`/proc/stat`, in ticks).
+fn cpu_ticks() -> (u64, u64) {
+    let stat = std::fs::read_to_string("/proc/stat").unwrap_or_default();
+    let fields: Vec<u64> =
+        stat.lines().next().unwrap_or_default().split_whitespace().skip(1).filter_map(|f| f.parse().ok()).collect();
+    let total: u64 = fields.iter().sum();
+    let idle = fields.get(3).copied().unwrap_or(0) + fields.get(4).copied().unwrap_or(0);
+    (total - idle, total)
+}
+
+/// What a running worker holds on its own, read by the `bench.measure` tool while the
+/// program that called it waits. Workers are the host's children (the template forks
+/// them with `CLONE_PARENT`): the running one is a child other than the template and
+/// the warm workers.
+#[derive(Default)]
+struct RunningWorker {
+    template: Option<i32>,
+    warm: Vec<i32>,
+    private_kib: Vec<u64>,
+}
+
 fn catalog(arrivals: Arc<Mutex<Vec<Instant>>>) -> Catalog {
+    catalog_measuring(arrivals, Arc::default())
+}
+
+fn catalog_measuring(arrivals: Arc<Mutex<Vec<Instant>>>, running: Arc<Mutex<RunningWorker>>) -> Catalog {
     let def = |name: &str| ToolDefinition::new(name, "bench", json!({"type": "object"}));
     let mut c = Catalog::new();
+    c.add(
+        "bench",
+        Tool::from_fn(def("measure"), move |_, _| {
+            let mut running = running.lock().unwrap();
+            if let Some(template) = running.template {
+                // Besides the template and the warm workers, the host's children are this
+                // program's worker and perhaps the pool's replacement, just forked and smaller.
+                let host = i32::try_from(std::process::id()).unwrap_or(0);
+                let largest = children_of(host)
+                    .into_iter()
+                    .filter(|pid| *pid != template && !running.warm.contains(pid))
+                    .filter_map(private_kib)
+                    .max();
+                running.private_kib.extend(largest);
+            }
+            async { ToolResult::text("ok") }
+        }),
+    )
+    .unwrap();
     c.add("bench", Tool::from_fn(def("noop"), |_, _| async { ToolResult::text("ok") })).unwrap();
     c.add(
         "bench",
@@ -78,6 +152,33 @@ async fn execute_with_phases(ex: &Executor, n: usize) -> (Vec<Duration>, Vec<Pha
     (samples, phases)
 }
 
+/// `n` trivial programs, each started once the previous one's worker is gone and the
+/// warm pool is full again (as programs arrive from agents that think between them):
+/// nothing else competes for the CPU while it runs.
+async fn execute_on_a_quiet_host(ex: &Executor, n: usize) -> (Vec<Duration>, Vec<Phases>) {
+    let host = i32::try_from(std::process::id()).unwrap_or(0);
+    let (mut samples, mut phases) = (Vec::with_capacity(n), Vec::with_capacity(n));
+    for _ in 0..n {
+        let template = ex.template_pid().await.unwrap_or(0);
+        for _ in 0..500 {
+            let warm = ex.warm_workers();
+            if warm.len() >= codemode::launcher::default_warm_workers()
+                && children_of(host).iter().all(|pid| *pid == template || warm.contains(pid))
+            {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(1)).await;
+        }
+        tokio::time::sleep(Duration::from_millis(2)).await;
+        let t = Instant::now();
+        let outcome = ex.run("return 1").await;
+        samples.push(t.elapsed());
+        assert!(outcome.is_ok(), "{outcome:?}");
+        phases.extend(outcome.phases);
+    }
+    (samples, phases)
+}
+
 /// The median of each phase (arrival → worker has the program → compiled → returned →
 /// the host has the outcome).
 fn report_phases(phases: &[Phases]) {
@@ -87,9 +188,10 @@ fn report_phases(phases: &[Phases]) {
         v.get(v.len() / 2).copied().unwrap_or_default()
     };
     println!(
-        "{:<44} to worker {:>8.1?}  compile {:>8.1?}  run {:>8.1?}  report {:>8.1?}",
+        "{:<44} to worker {:>8.1?} (not ready {:>8.1?})  compile {:>8.1?}  run {:>8.1?}  report {:>8.1?}",
         "  phases (medians)",
         median(|p| p.to_worker),
+        median(|p| p.worker_not_ready),
         median(|p| p.compile),
         median(|p| p.run),
         median(|p| p.report)
@@ -102,7 +204,13 @@ fn main() {
     let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
     rt.block_on(async {
         let arrivals = Arc::new(Mutex::new(Vec::new()));
-        let template = Executor::builder().launch_mode(LaunchMode::Template).catalog(catalog(arrivals.clone())).build().await.unwrap();
+        let running = Arc::new(Mutex::new(RunningWorker::default()));
+        let template = Executor::builder()
+            .launch_mode(LaunchMode::Template)
+            .catalog(catalog_measuring(arrivals.clone(), Arc::clone(&running)))
+            .build()
+            .await
+            .unwrap();
         let unsandboxed = Executor::builder()
             .launch_mode(LaunchMode::Template)
             .sandbox(SandboxPolicy::InsecureDisabled)
@@ -133,6 +241,9 @@ fn main() {
         let (fork, phases) = execute_with_phases(&template, 500).await;
         let fork_p50 = report("execute, trivial program, template (fork)", fork);
         report_phases(&phases);
+        let (quiet, quiet_phases) = execute_on_a_quiet_host(&template, 300).await;
+        report("  the same, each arriving at a quiet host", quiet);
+        report_phases(&quiet_phases);
         let cold_p50 = report("  the same without the warm pool", execute_samples(&cold, 500).await);
         println!("{:<44} {:.2}x faster", "  with the warm pool", cold_p50.as_secs_f64() / fork_p50.as_secs_f64());
         drop(cold);
@@ -177,6 +288,7 @@ fn main() {
         for in_flight in [1usize, 2, 4, 8, 16] {
             let programs = 600;
             let t = Instant::now();
+            let (busy_before, total_before) = cpu_ticks();
             let samples: Vec<Duration> = futures::stream::iter(0..programs)
                 .map(|_| async {
                     let started = Instant::now();
@@ -188,8 +300,57 @@ fn main() {
                 .collect()
                 .await;
             let rate = programs as f64 / t.elapsed().as_secs_f64();
-            report(&format!("two-call program, {in_flight:>2} in flight ({rate:.0}/s)"), samples);
+            let (busy_after, total_after) = cpu_ticks();
+            let idle = 100.0 * (1.0 - (busy_after - busy_before) as f64 / (total_after - total_before).max(1) as f64);
+            report(&format!("two-call program, {in_flight:>2} in flight ({rate:.0}/s, {idle:.0}% idle)"), samples);
         }
+
+        // Memory: a running trivial program's own pages, then RSS across 10,000 programs.
+        let template_pid = template.template_pid().await;
+        running.lock().unwrap().template = template_pid;
+        for _ in 0..100 {
+            // Start each from a quiet pool: every worker a warm one.
+            let template_pid = running.lock().unwrap().template.unwrap_or(0);
+            let host = i32::try_from(std::process::id()).unwrap_or(0);
+            for _ in 0..500 {
+                let warm = template.warm_workers();
+                if children_of(host).iter().all(|pid| *pid == template_pid || warm.contains(pid)) {
+                    break;
+                }
+                tokio::time::sleep(Duration::from_millis(1)).await;
+            }
+            running.lock().unwrap().warm = template.warm_workers();
+            assert!(template.run("await tools.bench.measure({}); return 1").await.is_ok());
+        }
+        let mut private = std::mem::take(&mut running.lock().unwrap().private_kib);
+        private.sort_unstable();
+        println!(
+            "{:<44} n={:<6} p50 {:>7.2} MiB",
+            "private memory of a running trivial program",
+            private.len(),
+            private.get(private.len() / 2).copied().unwrap_or(0) as f64 / 1024.0
+        );
+        let template_pid = template.template_pid().await.map(|p| p.to_string()).unwrap_or_default();
+        let rss = || {
+            (proc_kib("self", "status", "VmRSS:").unwrap_or(0), proc_kib(&template_pid, "status", "VmRSS:").unwrap_or(0))
+        };
+        let (host_before, template_before) = rss();
+        let started = Instant::now();
+        futures::stream::iter(0..10_000)
+            .map(|_| async { assert!(template.run("return 1").await.is_ok()) })
+            .buffer_unordered(8)
+            .collect::<Vec<()>>()
+            .await;
+        let (host_after, template_after) = rss();
+        println!(
+            "{:<44} host {:.1} → {:.1} MiB, template {:.1} → {:.1} MiB ({:.1} s)",
+            "RSS before → after 10,000 programs",
+            host_before as f64 / 1024.0,
+            host_after as f64 / 1024.0,
+            template_before as f64 / 1024.0,
+            template_after as f64 / 1024.0,
+            started.elapsed().as_secs_f64()
+        );
 
         if startup_only {
             return;

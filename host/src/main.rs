@@ -77,6 +77,11 @@ enum Command {
         /// Print the tools as JSON instead: `[{ "plugin", "tool": <MCP tool definition> }]`.
         #[arg(long)]
         json: bool,
+        /// Print the `execute` tool's description exactly as `codemode mcp` gives it to
+        /// agents (limits, output cap and `[server] catalog_budget` applied), then its
+        /// size on standard error.
+        #[arg(long, conflicts_with_all = ["json", "typescript"])]
+        description: bool,
     },
     /// Serve MCP on standard input and output (for an agent that starts codemode).
     Mcp(ServeArgs),
@@ -411,9 +416,19 @@ fn plugin_host(config: &Config, example_tools: bool, worker: &std::path::Path, s
         .with_scopes(config.scopes.clone())
 }
 
+/// What `codemode tools` prints: the listing, or one of its other forms.
+struct ToolsArgs {
+    config: Option<PathBuf>,
+    example_tools: bool,
+    typescript: bool,
+    json: bool,
+    description: bool,
+}
+
 /// `codemode tools`: every tool as `tools.<plugin>.<tool>(input) -> output`, or the
 /// TypeScript declarations.
-async fn list_tools(config: Option<PathBuf>, example_tools: bool, typescript: bool, json: bool) -> anyhow::Result<i32> {
+async fn list_tools(args: ToolsArgs) -> anyhow::Result<i32> {
+    let ToolsArgs { config, example_tools, typescript, json, description } = args;
     let (config, found) = load_config(config.as_deref(), Search::CurrentFolderToo)?;
     match &found {
         Some(found) if found.source != codemode::config_discovery::Source::CurrentFolder => {
@@ -428,7 +443,7 @@ async fn list_tools(config: Option<PathBuf>, example_tools: bool, typescript: bo
             .await;
     // Notes (what a plugin asks for that codemode does not honour) do not fail the command.
     let failed = problems.iter().any(|p| p.severity != Severity::Note);
-    for p in problems.iter().filter(|_| typescript || json) {
+    for p in problems.iter().filter(|_| typescript || json || description) {
         eprintln!("codemode: {}", p.describe());
     }
     if json {
@@ -439,6 +454,18 @@ async fn list_tools(config: Option<PathBuf>, example_tools: bool, typescript: bo
             })
             .collect();
         print_result(&serde_json::to_string_pretty(&tools)?)?;
+        return Ok(if failed { 1 } else { 0 });
+    }
+    if description {
+        let text = codemode::serve::description::execute_description(
+            &catalog,
+            &config.limits(),
+            config.server.output_bytes,
+            config.server.catalog_budget,
+        );
+        print_result(text.trim_end())?;
+        let tools: usize = catalog.plugins().map(|(_, t)| t.count()).sum();
+        eprintln!("codemode: {} characters for {tools} tools", text.chars().count());
         return Ok(if failed { 1 } else { 0 });
     }
     if typescript {
@@ -737,8 +764,8 @@ fn main() {
     let code = runtime.block_on(async {
         match cli.command {
             Command::Run(args) => run(args).await,
-            Command::Tools { config, example_tools, typescript, json } => {
-                list_tools(config, example_tools, typescript, json).await
+            Command::Tools { config, example_tools, typescript, json, description } => {
+                list_tools(ToolsArgs { config, example_tools, typescript, json, description }).await
             }
             Command::Mcp(args) => serve(args, None).await,
             Command::Serve {

@@ -139,6 +139,10 @@ pub struct Phases {
     /// a fork), and sending the program.
     #[serde(serialize_with = "micros")]
     pub to_worker: Duration,
+    /// The part of `to_worker` spent waiting for the worker to be ready (locked down,
+    /// and a warm worker done with its rehearsal); zero when it was waiting already.
+    #[serde(serialize_with = "micros")]
+    pub worker_not_ready: Duration,
     /// Reading the program's form and compiling it.
     #[serde(serialize_with = "micros")]
     pub compile: Duration,
@@ -157,6 +161,7 @@ impl Phases {
         let span = |from: u64, to: u64| Duration::from_nanos(to.saturating_sub(from));
         Self {
             to_worker: span(called_ns, worker.received_ns),
+            worker_not_ready: span(called_ns, worker.ready_ns.min(worker.received_ns)),
             compile: span(worker.received_ns, worker.compiled_ns),
             run: span(worker.compiled_ns, worker.ended_ns),
             report: span(worker.ended_ns, arrived_ns),

@@ -113,6 +113,31 @@ fn tools_lists_every_plugin_tool_with_its_signature() {
     assert!(out.contains("tools.hello.greet(input: {\n  /** Who to greet */\n  name: string;\n  /** Defaults to en */\n  language?: \"en\" | \"no\";\n}): Promise<string>\n"), "{out}");
 }
 
+/// `tools --description` prints what `codemode mcp` gives agents: the whole execute
+/// description under the configuration's budget, and its size on standard error.
+#[test]
+fn tools_prints_the_execute_description_agents_read() {
+    let config = example_config("t3");
+    let (code, out, err) = codemode(&["tools", "--config", config.to_str().unwrap(), "--description"], "");
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(
+        out.starts_with("Runs a JavaScript program that calls tools, and returns what the program returns.\n"),
+        "{out}"
+    );
+    assert!(out.contains("The 8 tools, as TypeScript declarations"), "{out}");
+    assert!(out.contains("      /** Who to greet */\n      name: string;"), "{out}");
+    assert!(err.contains(&format!("codemode: {} characters for 8 tools", out.trim_end().chars().count())), "{err}");
+
+    // Past the budget the tools are listed, not declared.
+    let small = config.with_file_name("small.toml");
+    std::fs::write(&small, format!("{}\n[server]\ncatalog_budget = 100\n", std::fs::read_to_string(&config).unwrap()))
+        .unwrap();
+    let (code, out, _) = codemode(&["tools", "--config", small.to_str().unwrap(), "--description"], "");
+    assert_eq!(code, 0, "{out}");
+    assert!(out.contains("There are 8 tools in 5 plugins, too many to declare here."), "{out}");
+    assert!(!out.contains("name: string;"), "{out}");
+}
+
 #[test]
 fn rules_come_from_the_configuration_and_from_plugin_manifests() {
     let config = example_config("t2");

@@ -258,13 +258,17 @@ async fn a_program_with_other_limits_never_runs_in_a_warm_worker() {
     assert!(eventually(Duration::from_secs(10), || warm.iter().all(|&pid| prepared(pid))).await, "{warm:?}");
     let fill = "const a = []; for (let i = 0; i < 10; i++) a.push(new Array(1e6).fill(i)); return a.length";
     let small = Limits::default().with_memory_bytes(64 * MIB);
-    assert_eq!(
-        ex.run(codemode::Program::new(fill).limits(small)).await.kind,
-        OutcomeKind::MemoryLimit { limit_bytes: 64 * MIB }
-    );
+    let fresh = ex.run(codemode::Program::new(fill).limits(small)).await;
+    assert_eq!(fresh.kind, OutcomeKind::MemoryLimit { limit_bytes: 64 * MIB });
     assert_eq!(ex.warm_workers(), warm, "the 64 MiB program took no warm worker");
-    assert_eq!(ok_value(&ex.run(fill).await), json!(10));
+    // Its phases say so: a fresh worker prepares after the program's call.
+    let phases = fresh.phases.expect("a worker that ran the program reports its phases");
+    assert!(phases.worker_not_ready > Duration::ZERO && phases.worker_not_ready <= phases.to_worker, "{phases:?}");
+    let outcome = ex.run(fill).await;
+    assert_eq!(ok_value(&outcome), json!(10));
     assert!(!ex.warm_workers().contains(&warm[0]), "the default program took the first warm worker");
+    let phases = outcome.phases.expect("a worker that ran the program reports its phases");
+    assert_eq!(phases.worker_not_ready, Duration::ZERO, "the warm worker was waiting for its program: {phases:?}");
     assert!(eventually(Duration::from_secs(10), || ex.warm_workers().len() == size).await, "the pool refilled");
 }
 

@@ -83,6 +83,10 @@ pub enum WorkerToHost {
 /// program's per-phase timings.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct WorkerTimes {
+    /// It was ready for its program: locked down (and, for a warm worker, done with
+    /// its rehearsal) and waiting.
+    #[serde(default)]
+    pub ready_ns: u64,
     /// It had the program.
     pub received_ns: u64,
     /// The program was compiled (or failed to).
@@ -280,12 +284,12 @@ mod tests {
                 outcome,
                 console_dropped_bytes: 4,
                 unanswered_calls: vec![3],
-                times: Some(WorkerTimes { received_ns: 1, compiled_ns: 2, ended_ns: 3 }),
+                times: Some(WorkerTimes { ready_ns: 0, received_ns: 1, compiled_ns: 2, ended_ns: 3 }),
             })
             .unwrap();
             match read_frame::<_, WorkerToHost>(&mut &buf[..], MAX_FRAME_BYTES).unwrap() {
                 WorkerToHost::Finished { outcome, console_dropped_bytes, unanswered_calls, times } => {
-                    assert_eq!(times, Some(WorkerTimes { received_ns: 1, compiled_ns: 2, ended_ns: 3 }));
+                    assert_eq!(times, Some(WorkerTimes { ready_ns: 0, received_ns: 1, compiled_ns: 2, ended_ns: 3 }));
                     assert_eq!(unanswered_calls, vec![3]);
                     assert_eq!(format!("{outcome:?}"), text);
                     assert_eq!(console_dropped_bytes, 4);

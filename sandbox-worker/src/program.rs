@@ -51,6 +51,8 @@ pub struct Prepared {
     clock: Arc<StepClock>,
     /// The program's event loop ([`event_loop`]), built ahead.
     event_loop: tokio::runtime::Runtime,
+    /// When it was ready for its program ([`WorkerTimes::ready_ns`]).
+    ready_ns: u64,
 }
 
 /// Steps 1–3 for programs with `limits`, on `channel`.
@@ -99,7 +101,7 @@ pub fn prepare(
         Err(e) => crate::fail(&format!("cannot start the event loop: {e}")),
     };
     clock.on_park();
-    Prepared { limits, link, memory_trip, clock, event_loop }
+    Prepared { limits, link, memory_trip, clock, event_loop, ready_ns: monotonic_ns() }
 }
 
 /// A canned program that goes where programs go: compiled in its wrapper, the driver
@@ -167,7 +169,8 @@ impl Prepared {
     }
 
     /// Waits for the program (a warm worker's next message).
-    pub fn wait_for_start(&self) -> StartProgram {
+    pub fn wait_for_start(&mut self) -> StartProgram {
+        self.ready_ns = monotonic_ns();
         let message = self.link.channel.borrow_mut().recv_from_host_blocking();
         match message {
             Ok(HostToWorker::Start(start)) => start,
@@ -182,8 +185,8 @@ impl Prepared {
 /// A worker never runs a program with limits other than the ones it was locked down
 /// for: such a program (which the host sends to a fresh worker instead) is not run.
 pub fn run(engine: &mut Engine, prepared: Prepared, start: StartProgram) -> ! {
-    let Prepared { limits, link, memory_trip, clock, event_loop } = prepared;
-    link.times.set(WorkerTimes { received_ns: monotonic_ns(), ..WorkerTimes::default() });
+    let Prepared { limits, link, memory_trip, clock, event_loop, ready_ns } = prepared;
+    link.times.set(WorkerTimes { ready_ns, received_ns: monotonic_ns(), ..WorkerTimes::default() });
     if start.limits != limits {
         finish(
             &link,

@@ -114,7 +114,7 @@ pub fn run_first_program(engine: &mut Engine, channel: OwnedFd, base_data_bytes:
     let mut channel = WorkerChannel::new(channel, MAX_FRAME_BYTES);
     match channel.recv_from_host_blocking() {
         Ok(protocol::HostToWorker::Prepare { limits }) => {
-            let prepared = program::prepare(engine, channel, limits, base_data_bytes, policy);
+            let mut prepared = program::prepare(engine, channel, limits, base_data_bytes, policy);
             prepared.rehearse(engine);
             let start = prepared.wait_for_start();
             program::run(engine, prepared, start)

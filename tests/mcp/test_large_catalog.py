@@ -1,0 +1,115 @@
+"""The large-catalog mode on the README's example, driven by the official MCP Python SDK:
+the MCP reference "everything" server (from npm) beside 84 recorded servers' tool lists
+(plugins/large-catalog/), some 1,800 tools.
+
+Run by scripts/test-mcp-server.sh, which installs the everything server:
+
+    python tests/mcp/test_large_catalog.py path/to/codemode path/to/mcp-server-everything
+
+- past `catalog_budget`, the execute description lists plugins (summary and tool names)
+  instead of declaring every tool, and is a small fraction of the declared size;
+- one program searches the catalog in its own words, reads the declaration it found,
+  and calls the tool it found, on the real reference server and on a recorded one;
+- `catalog_budget = "unlimited"` declares every tool again (seed 000's rule).
+"""
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+import anyio
+from mcp import ClientSession, StdioServerParameters
+from mcp.client.stdio import stdio_client
+
+import harness
+from harness import CODEMODE, ROOT, check
+
+EVERYTHING = os.path.abspath(sys.argv[2]) if len(sys.argv) > 2 else os.environ["MCP_EVERYTHING_BIN"]
+MAKE_CONFIG = os.path.join(ROOT, "plugins/large-catalog/make_config.py")
+
+
+def config(budget=None):
+    path = os.path.join(tempfile.mkdtemp(prefix="codemode-large-catalog-"), "codemode.toml")
+    extra = [] if budget is None else ["--budget", budget]
+    subprocess.run([sys.executable, MAKE_CONFIG, EVERYTHING, path, *extra], check=True)
+    return path
+
+
+def text_of(result):
+    return "".join(c.text for c in result.content if c.type == "text")
+
+
+async def execute(session, code):
+    result = await session.call_tool("execute", {"code": code})
+    check(not result.is_error, f"{code}: {text_of(result)}")
+    return json.loads(text_of(result))
+
+
+async def description_for(path):
+    params = StdioServerParameters(command=CODEMODE, args=["mcp", "--config", path])
+    async with stdio_client(params) as (read, write):
+        async with ClientSession(read, write) as session:
+            await session.initialize()
+            return (await session.list_tools()).tools[0].description
+
+
+async def large(path):
+    params = StdioServerParameters(command=CODEMODE, args=["mcp", "--config", path])
+    async with stdio_client(params) as (read, write):
+        async with ClientSession(read, write) as session:
+            await session.initialize()
+            tools = (await session.list_tools()).tools
+            check([t.name for t in tools] == ["execute"], f"one execute tool: {[t.name for t in tools]}")
+            description = tools[0].description
+            check("There are 1817 tools in 85 plugins, too many to declare here." in description, "the description counts the catalog")
+            check(
+                "- tools.everything (15 tools): The MCP reference server: echo, sums, images, annotations, resources, long operations, elicitation — echo, get-annotated-message, get-env,"
+                in description,
+                "the reference server is listed with its summary and tool names",
+            )
+            check("- tools.github (" in description and "tools.zoom (" in description, "the recorded servers are listed")
+            check("interface Tools" not in description and "a: number" not in description, "no tool is declared in full")
+            check(len(description) < 40_000, f"the description stays small: {len(description)} characters")
+
+            # Search in the agent's words, read the declaration, call: one program.
+            found = await execute(
+                session,
+                """
+                const [hit] = await tools.$search("sum of two numbers", { limit: 1 });
+                return { call: hit.call, declaration: hit.declaration, answer: await tools[hit.plugin][hit.tool]({ a: 2, b: 3 }) };
+                """,
+            )
+            check(found["call"] == "tools.everything.get_sum", f"the search finds the reference server's sum: {found['call']}")
+            check("a: number;" in found["declaration"] and "b: number;" in found["declaration"], f"its declaration: {found['declaration']}")
+            check(found["answer"] == "The sum of 2 and 3 is 5.", f"the real server answered: {found['answer']}")
+
+            weather = await execute(
+                session,
+                """
+                const hits = await tools.$search("forecast for tomorrow in Paris", { limit: 5 });
+                const hit = hits.find(h => h.plugin === "openweather");
+                return { calls: hits.map(h => h.call), answer: await tools[hit.plugin][hit.tool]({ location: "Paris" }) };
+                """,
+            )
+            check("tools.openweather.get_forecast" in weather["calls"], f"a recorded server's tool is found: {weather['calls']}")
+            check(weather["answer"].startswith("openweather."), f"and called: {weather['answer']}")
+
+            # One plugin only, more results.
+            only = await execute(session, 'return (await tools.$search("image", { plugin: "everything", limit: 20 })).map(h => h.plugin)')
+            check(only and set(only) == {"everything"}, f"a search of one plugin stays in it: {only}")
+    return description
+
+
+async def main():
+    small = await large(config())
+    full = await description_for(config("unlimited"))
+    check("The 1817 tools, as TypeScript declarations" in full and "There are 1817 tools" not in full, "unlimited declares every tool")
+    check(len(full) > 20 * len(small), f"unlimited is far larger: {len(full)} against {len(small)}")
+    print(f"large catalog over MCP: {harness.CHECKS} checks passed; execute description {len(small):,} characters "
+          f"past the budget, {len(full):,} with every tool declared")
+
+
+if __name__ == "__main__":
+    anyio.run(main)
