@@ -63,26 +63,7 @@ enum Command {
         config: PathBuf,
     },
     /// List the tools a program may call, with their signatures.
-    Tools {
-        /// The configuration file (plugins and limits). Without it: ./codemode.toml, then
-        /// $XDG_CONFIG_HOME/codemode/config.toml (~/.config/codemode/config.toml).
-        #[arg(long, short)]
-        config: Option<PathBuf>,
-        /// Offer the bundled example tools (weather.forecast, math.add).
-        #[arg(long)]
-        example_tools: bool,
-        /// Print the TypeScript declarations the MCP server gives agents instead.
-        #[arg(long, conflicts_with = "json")]
-        typescript: bool,
-        /// Print the tools as JSON instead: `[{ "plugin", "tool": <MCP tool definition> }]`.
-        #[arg(long)]
-        json: bool,
-        /// Print the `execute` tool's description exactly as `codemode mcp` gives it to
-        /// agents (limits, output cap and `[server] catalog_budget` applied), then its
-        /// size on standard error.
-        #[arg(long, conflicts_with_all = ["json", "typescript"])]
-        description: bool,
-    },
+    Tools(ToolsArgs),
     /// Serve MCP on standard input and output (for an agent that starts codemode).
     Mcp(ServeArgs),
     /// Serve MCP over streamable HTTP.
@@ -416,17 +397,31 @@ fn plugin_host(config: &Config, example_tools: bool, worker: &std::path::Path, s
         .with_scopes(config.scopes.clone())
 }
 
-/// What `codemode tools` prints: the listing, or one of its other forms.
+/// `codemode tools`: which configuration, and which form of the listing.
+#[derive(Args)]
 struct ToolsArgs {
+    /// The configuration file (plugins and limits). Without it: ./codemode.toml, then
+    /// $XDG_CONFIG_HOME/codemode/config.toml (~/.config/codemode/config.toml).
+    #[arg(long, short)]
     config: Option<PathBuf>,
+    /// Offer the bundled example tools (weather.forecast, math.add).
+    #[arg(long)]
     example_tools: bool,
+    /// Print the TypeScript declarations the MCP server gives agents instead.
+    #[arg(long, conflicts_with = "json")]
     typescript: bool,
+    /// Print the tools as JSON instead: `[{ "plugin", "tool": <MCP tool definition> }]`.
+    #[arg(long)]
     json: bool,
+    /// Print the `execute` tool's description exactly as `codemode mcp` gives it to
+    /// agents (limits, output cap and `[server] catalog_budget` applied), then its
+    /// size on standard error.
+    #[arg(long, conflicts_with_all = ["json", "typescript"])]
     description: bool,
 }
 
 /// `codemode tools`: every tool as `tools.<plugin>.<tool>(input) -> output`, or the
-/// TypeScript declarations.
+/// TypeScript declarations, the tools as JSON, or the execute tool's description.
 async fn list_tools(args: ToolsArgs) -> anyhow::Result<i32> {
     let ToolsArgs { config, example_tools, typescript, json, description } = args;
     let (config, found) = load_config(config.as_deref(), Search::CurrentFolderToo)?;
@@ -764,9 +759,7 @@ fn main() {
     let code = runtime.block_on(async {
         match cli.command {
             Command::Run(args) => run(args).await,
-            Command::Tools { config, example_tools, typescript, json, description } => {
-                list_tools(ToolsArgs { config, example_tools, typescript, json, description }).await
-            }
+            Command::Tools(args) => list_tools(args).await,
             Command::Mcp(args) => serve(args, None).await,
             Command::Serve {
                 common,
