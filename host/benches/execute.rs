@@ -143,11 +143,7 @@ async fn execute_with_phases(ex: &Executor, n: usize) -> (Vec<Duration>, Vec<Pha
     }
     let (mut samples, mut phases) = (Vec::with_capacity(n), Vec::with_capacity(n));
     for _ in 0..n {
-        let t = Instant::now();
-        let outcome = ex.run("return 1").await;
-        samples.push(t.elapsed());
-        assert!(outcome.is_ok(), "{outcome:?}");
-        phases.extend(outcome.phases);
+        run_trivial(ex, &mut samples, &mut phases).await;
     }
     (samples, phases)
 }
@@ -156,27 +152,38 @@ async fn execute_with_phases(ex: &Executor, n: usize) -> (Vec<Duration>, Vec<Pha
 /// warm pool is full again (as programs arrive from agents that think between them):
 /// nothing else competes for the CPU while it runs.
 async fn execute_on_a_quiet_host(ex: &Executor, n: usize) -> (Vec<Duration>, Vec<Phases>) {
-    let host = i32::try_from(std::process::id()).unwrap_or(0);
     let (mut samples, mut phases) = (Vec::with_capacity(n), Vec::with_capacity(n));
     for _ in 0..n {
-        let template = ex.template_pid().await.unwrap_or(0);
-        for _ in 0..500 {
-            let warm = ex.warm_workers();
-            if warm.len() >= codemode::launcher::default_warm_workers()
-                && children_of(host).iter().all(|pid| *pid == template || warm.contains(pid))
-            {
-                break;
-            }
-            tokio::time::sleep(Duration::from_millis(1)).await;
-        }
+        wait_for_a_quiet_pool(ex).await;
         tokio::time::sleep(Duration::from_millis(2)).await;
-        let t = Instant::now();
-        let outcome = ex.run("return 1").await;
-        samples.push(t.elapsed());
-        assert!(outcome.is_ok(), "{outcome:?}");
-        phases.extend(outcome.phases);
+        run_trivial(ex, &mut samples, &mut phases).await;
     }
     (samples, phases)
+}
+
+/// Runs one trivial program, adding its whole time and its phases.
+async fn run_trivial(ex: &Executor, samples: &mut Vec<Duration>, phases: &mut Vec<Phases>) {
+    let t = Instant::now();
+    let outcome = ex.run("return 1").await;
+    samples.push(t.elapsed());
+    assert!(outcome.is_ok(), "{outcome:?}");
+    phases.extend(outcome.phases);
+}
+
+/// Waits (up to half a second) until the warm pool is full and every worker the host
+/// has is a warm one: no program runs, no worker is being prepared or torn down.
+async fn wait_for_a_quiet_pool(ex: &Executor) {
+    let host = i32::try_from(std::process::id()).unwrap_or(0);
+    let template = ex.template_pid().await.unwrap_or(0);
+    for _ in 0..500 {
+        let warm = ex.warm_workers();
+        if warm.len() >= codemode::launcher::default_warm_workers()
+            && children_of(host).iter().all(|pid| *pid == template || warm.contains(pid))
+        {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(1)).await;
+    }
 }
 
 /// The median of each phase (arrival → worker has the program → compiled → returned →
@@ -309,16 +316,7 @@ fn main() {
         let template_pid = template.template_pid().await;
         running.lock().unwrap().template = template_pid;
         for _ in 0..100 {
-            // Start each from a quiet pool: every worker a warm one.
-            let template_pid = running.lock().unwrap().template.unwrap_or(0);
-            let host = i32::try_from(std::process::id()).unwrap_or(0);
-            for _ in 0..500 {
-                let warm = template.warm_workers();
-                if children_of(host).iter().all(|pid| *pid == template_pid || warm.contains(pid)) {
-                    break;
-                }
-                tokio::time::sleep(Duration::from_millis(1)).await;
-            }
+            wait_for_a_quiet_pool(&template).await;
             running.lock().unwrap().warm = template.warm_workers();
             assert!(template.run("await tools.bench.measure({}); return 1").await.is_ok());
         }
@@ -330,9 +328,9 @@ fn main() {
             private.len(),
             private.get(private.len() / 2).copied().unwrap_or(0) as f64 / 1024.0
         );
-        let template_pid = template.template_pid().await.map(|p| p.to_string()).unwrap_or_default();
+        let template_proc = template_pid.map(|p| p.to_string()).unwrap_or_default();
         let rss = || {
-            (proc_kib("self", "status", "VmRSS:").unwrap_or(0), proc_kib(&template_pid, "status", "VmRSS:").unwrap_or(0))
+            (proc_kib("self", "status", "VmRSS:").unwrap_or(0), proc_kib(&template_proc, "status", "VmRSS:").unwrap_or(0))
         };
         let (host_before, template_before) = rss();
         let started = Instant::now();

@@ -304,16 +304,7 @@ pub async fn serve(
     let connections = Arc::new(Connections::default());
     let tls = options.tls.clone().map(tokio_rustls::TlsAcceptor::from);
     loop {
-        // Out of descriptors or a connection reset before accept: wait and go on, the
-        // server must outlive any one client.
-        let (stream, _) = match listener.accept().await {
-            Ok(accepted) => accepted,
-            Err(e) => {
-                tracing::warn!("accepting an HTTP connection failed: {e}");
-                tokio::time::sleep(Duration::from_millis(100)).await;
-                continue;
-            }
-        };
+        let stream = super::accept(&listener, "HTTP").await;
         let (id, evicted) = connections.admit();
         let (service, options, connections, sessions, tls) =
             (service.clone(), Arc::clone(&options), Arc::clone(&connections), Arc::clone(&sessions), tls.clone());

@@ -22,3 +22,18 @@ pub mod ops;
 pub mod server;
 
 pub use server::CodemodeServer;
+
+/// The next connection on `listener` (of the `what` listener, for the log). Accepting
+/// fails now and then (out of descriptors, a connection reset before accept): it waits
+/// a moment and goes on, since a listener must outlive any one client.
+pub(crate) async fn accept(listener: &tokio::net::TcpListener, what: &str) -> tokio::net::TcpStream {
+    loop {
+        match listener.accept().await {
+            Ok((stream, _)) => return stream,
+            Err(e) => {
+                tracing::warn!("accepting an {what} connection failed: {e}");
+                tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+            }
+        }
+    }
+}

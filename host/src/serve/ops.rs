@@ -176,14 +176,7 @@ pub async fn serve(listener: tokio::net::TcpListener, ops: Arc<Ops>) {
     };
     let _upkeep = AbortOnDrop(upkeep);
     loop {
-        let (stream, _) = match listener.accept().await {
-            Ok(accepted) => accepted,
-            Err(e) => {
-                tracing::warn!("accepting an operations connection failed: {e}");
-                tokio::time::sleep(Duration::from_millis(100)).await;
-                continue;
-            }
-        };
+        let stream = super::accept(&listener, "operations").await;
         let ops = Arc::clone(&ops);
         tokio::spawn(async move {
             let handler = hyper::service::service_fn(move |request: http::Request<hyper::body::Incoming>| {
