@@ -5,4 +5,6 @@ source "$(dirname "$0")/lib.sh"
 ensure_system_packages
 cd "$REPO_ROOT"
 cargo build --release --workspace --bins
-python3 tests/escape/run.py target/release/codemode target/release/sandbox-worker target/escape
+# The below-seccomp cases run in the test build of the worker (built and kept aside).
+build_test_switch_worker
+python3 tests/escape/run.py target/release/codemode target/release/sandbox-worker target/escape target/release/sandbox-worker-test-switches

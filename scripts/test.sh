@@ -15,6 +15,11 @@ python3 host/tests/fixtures/catalog/check.py >/dev/null
 cargo test --release --workspace
 # The MCP server driven by the official MCP Python SDK (stdio and streamable HTTP).
 bash scripts/test-mcp-server.sh
+# The hostile-work suite: attacks on the work the host does for programs and plugins
+# (searches, returned media, plugin modules, change floods, large tool lists, token
+# files, approvals), each against the real binary, with host CPU, peak RSS and /healthz
+# latency bounds.
+python3 tests/hostile/run.py target/release/codemode
 # The official MCP conformance suite, codemode as the server and as the client.
 bash scripts/conformance.sh
 # The Kubernetes manifests and the seccomp profile in deploy/, then the image under a

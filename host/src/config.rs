@@ -84,6 +84,10 @@ pub struct ServerConfig {
     /// Programs that may run at once; more wait their turn.
     #[serde(default = "default_concurrent_programs")]
     pub max_concurrent_programs: usize,
+    /// Programs one MCP session may run at once (default: all of them under
+    /// `codemode mcp`, whose one client is the only session; three quarters of them
+    /// under `codemode serve`, so no session can hold every slot).
+    pub max_programs_per_session: Option<usize>,
     /// The largest result text handed to the agent; larger values are cut structurally.
     #[serde(default = "default_output_bytes")]
     pub output_bytes: usize,
@@ -168,6 +172,7 @@ impl Default for ServerConfig {
         Self {
             mode: ServerMode::default(),
             max_concurrent_programs: default_concurrent_programs(),
+            max_programs_per_session: None,
             output_bytes: default_output_bytes(),
             allowed_origins: Vec::new(),
             warm_workers: None,
@@ -243,6 +248,10 @@ pub struct LimitsConfig {
     pub tool_calls_in_flight: Option<u64>,
     /// Tool data in flight, in bytes.
     pub tool_bytes_in_flight: Option<u64>,
+    /// Tool calls in all.
+    pub tool_calls: Option<u64>,
+    /// CPU the host may spend on the program's built-in calls, in ms.
+    pub host_cpu_ms: Option<u64>,
 }
 
 impl LimitsConfig {
@@ -256,6 +265,8 @@ impl LimitsConfig {
             (Which::Result, self.result_bytes),
             (Which::ToolCalls, self.tool_calls_in_flight),
             (Which::ToolBytes, self.tool_bytes_in_flight),
+            (Which::ToolCallsTotal, self.tool_calls),
+            (Which::HostCpu, self.host_cpu_ms),
         ]
         .into_iter()
         .filter_map(|(which, value)| value.map(|v| (Setting::of(which), v)))
@@ -332,9 +343,10 @@ pub struct PluginConfig {
     /// One line saying what the plugin is for, shown beside its tool names when the
     /// catalog is too large to declare in full (`[server] catalog_budget`).
     pub summary: Option<String>,
-    /// A JavaScript plugin's layout, read when the file is loaded.
+    /// A JavaScript plugin's layout, read when the file is loaded; `Err` says why its
+    /// files cannot be used (the plugin is then unavailable, the others load).
     #[serde(skip)]
-    pub layout: Option<Layout>,
+    pub layout: Option<Result<Layout, String>>,
 }
 
 fn yes() -> bool {
@@ -491,7 +503,17 @@ impl Config {
     /// valid, each entry complete for its kind and without settings its kind does not
     /// take, JavaScript manifests readable, and every rules file readable (and, for a
     /// manifest's rules, inside its plugin's folder).
+    ///
+    /// JavaScript plugins' files are read by the default worker binary
+    /// ([`crate::executor::default_worker_path`]); see [`Config::load_with_worker`].
     pub fn load(path: &Path) -> Result<Self, ConfigError> {
+        Self::load_with_worker(path, &crate::executor::default_worker_path())
+    }
+
+    /// [`Config::load`], with `worker` reading the JavaScript plugins' files
+    /// ([`crate::plugins::javascript::read_layout`]): a plugin whose files cannot be
+    /// used is kept with the reason, and is unavailable once the plugins start.
+    pub fn load_with_worker(path: &Path, worker: &Path) -> Result<Self, ConfigError> {
         let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read { path: path.into(), source })?;
         let mut config: Config =
             toml::from_str(&text).map_err(|e| ConfigError::Parse { path: path.into(), message: e.to_string() })?;
@@ -591,7 +613,13 @@ impl Config {
                     })?),
                 };
                 let at = base_dir.join(plugin.path.as_deref().unwrap_or_default());
-                let layout = plugin_format::detect(&at, forced).map_err(|e| problem(e.to_string()))?;
+                let layout = match crate::plugins::javascript::read_layout(worker, &at, forced) {
+                    Ok(layout) => layout,
+                    Err(why) => {
+                        plugin.layout = Some(Err(why));
+                        continue;
+                    }
+                };
                 if !plugin.net_hosts.is_empty() && !layout.format.allowlist_from_configuration() {
                     let own = if layout.format == Format::Manifest {
                         "its manifest.json's permissions.net.hosts"
@@ -606,7 +634,7 @@ impl Config {
                 for host in layout.declared_hosts.iter().chain(&plugin.net_hosts) {
                     HostEntry::parse(host).map_err(|e| problem(format!("network allowlist entry {host:?}: {e}")))?;
                 }
-                plugin.layout = Some(layout);
+                plugin.layout = Some(Ok(layout));
             }
         }
         config.rules_text()?;
@@ -640,6 +668,7 @@ impl Config {
             let from_manifest = plugin
                 .layout
                 .iter()
+                .flatten()
                 .flat_map(|l| l.manifest.iter())
                 .flat_map(|m| m.contributes.rules.iter())
                 .map(|r| (self.plugin_dir(plugin).join(r), true));
@@ -717,8 +746,8 @@ impl Config {
     /// A JavaScript plugin's folder (the file's, for a plugin that is one file).
     fn plugin_dir(&self, plugin: &PluginConfig) -> PathBuf {
         match &plugin.layout {
-            Some(layout) => layout.root.clone(),
-            None => self.base_dir.join(plugin.path.as_deref().unwrap_or_default()),
+            Some(Ok(layout)) => layout.root.clone(),
+            _ => self.base_dir.join(plugin.path.as_deref().unwrap_or_default()),
         }
     }
 
@@ -744,7 +773,7 @@ impl Config {
                 let plugin = JavascriptPlugin {
                     name: p.name.clone(),
                     path: self.base_dir.join(p.path.as_deref().unwrap_or_default()),
-                    layout: p.layout.clone()?,
+                    layout: p.layout.clone()?.ok()?,
                     memory_mib: p.memory_mib.unwrap_or(DEFAULT_MEMORY_MIB),
                     cpu_step_ms: p.cpu_step_ms.unwrap_or(DEFAULT_CPU_STEP_MS),
                     call_timeout: launch.call_timeout,
@@ -752,6 +781,17 @@ impl Config {
                     net_hosts: p.net_hosts.clone(),
                 };
                 plugin.has_modules().then_some(plugin)
+            })
+            .collect()
+    }
+
+    /// The JavaScript plugins whose files cannot be used, each with why: unavailable
+    /// plugins (the others load).
+    pub fn unreadable_javascript_plugins(&self) -> Vec<(String, String)> {
+        self.enabled(PluginKind::Javascript)
+            .filter_map(|(p, _)| match &p.layout {
+                Some(Err(why)) => Some((p.name.clone(), why.clone())),
+                _ => None,
             })
             .collect()
     }

@@ -143,6 +143,8 @@ struct Shared {
     sandbox: SandboxPolicy,
     missing_layers: std::sync::Mutex<Vec<MissingLayer>>,
     cgroup: Result<PoolCgroup, String>,
+    /// The template's pid (0: none), readable without waiting for a fork in progress.
+    template_pid: std::sync::atomic::AtomicI32,
 }
 
 /// A started worker and the host's end of its channel.
@@ -231,6 +233,7 @@ impl Launcher {
             _ => None,
         };
         let missing = template.as_ref().map(|t| t.missing_layers.clone()).unwrap_or_default();
+        let template_pid = template.as_ref().map_or(0, |t| t.process.pid());
         let warm = WarmPoolConfig { size: if mode == LaunchMode::Template { warm.size } else { 0 }, ..warm };
         let launcher = Self {
             shared: Arc::new(Shared {
@@ -245,6 +248,7 @@ impl Launcher {
                 sandbox,
                 missing_layers: std::sync::Mutex::new(missing),
                 cgroup,
+                template_pid: std::sync::atomic::AtomicI32::new(template_pid),
             }),
         };
         launcher.refill();
@@ -296,9 +300,10 @@ impl Launcher {
         runtime.spawn(refill(Arc::downgrade(&self.shared)));
     }
 
-    /// The template's pid, when there is one (for tests and diagnostics).
+    /// The template's pid, when there is one (for the health endpoint, tests and
+    /// diagnostics); never waits for a fork in progress.
     pub async fn template_pid(&self) -> Option<i32> {
-        self.shared.template.lock().await.as_ref().map(|t| t.process.pid())
+        Some(self.shared.template_pid.load(Ordering::Acquire)).filter(|&pid| pid > 0)
     }
 }
 
@@ -369,7 +374,9 @@ impl Shared {
             }
         }
         *guard = None;
+        self.template_pid.store(0, Ordering::Release);
         let mut template = Template::start(&self.worker, self.sandbox, self.cgroup.as_ref().ok()).await?;
+        self.template_pid.store(template.process.pid(), Ordering::Release);
         let (host, worker) = channel()?;
         let pid = template.fork(worker.as_fd()).await?;
         if let Ok(mut m) = self.missing_layers.lock() {

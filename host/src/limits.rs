@@ -9,6 +9,8 @@
 //! | `result`       | 4 MiB    | worker: the returned value's JSON text                  | [`OutcomeKind::ResultTooLarge`] |
 //! | `tool_calls_in_flight` | 4096 | host: further calls reject at once              | (the call rejects)     |
 //! | `tool_bytes_in_flight` | 32 MiB | worker and host: tool inputs in flight (counted by `protocol::cost::json_cost`) plus answers the worker has not read; a call that would go over rejects at once | (the call rejects) |
+//! | `tool_calls`   | 10,000   | host: tool calls in all; each costs the host work the program does not see | (further calls reject) |
+//! | `host_cpu`     | 10 s     | host: CPU its built-in calls (`tools.$search`) took, measured on the thread that ran them | (further built-in calls reject) |
 //!
 //! A stuck promise (nothing in flight can settle it) needs no setting: it ends the
 //! program at once with [`OutcomeKind::Stuck`].
@@ -51,6 +53,21 @@ pub struct Limits {
     /// Tool data one program may have in flight: its calls' inputs (JSON text plus what
     /// holding them parsed takes) and the answers its worker has not read yet.
     pub tool_bytes_in_flight: u64,
+    /// Tool calls one program may make in all (each costs the host work: reading,
+    /// checking and routing the call, writing its answer).
+    #[serde(default = "default_tool_calls")]
+    pub tool_calls: u64,
+    /// CPU the host may spend on the program's built-in calls (`tools.$search`).
+    #[serde(with = "millis", default = "default_host_cpu")]
+    pub host_cpu: Duration,
+}
+
+fn default_tool_calls() -> u64 {
+    Limits::default().tool_calls
+}
+
+fn default_host_cpu() -> Duration {
+    Limits::default().host_cpu
 }
 
 impl Default for Limits {
@@ -63,6 +80,8 @@ impl Default for Limits {
             result_bytes: 4 * MIB,
             tool_calls_in_flight: 4096,
             tool_bytes_in_flight: 32 * MIB,
+            tool_calls: 10_000,
+            host_cpu: Duration::from_secs(10),
         }
     }
 }
@@ -97,6 +116,10 @@ pub enum Which {
     ToolCalls,
     /// [`Limits::tool_bytes_in_flight`].
     ToolBytes,
+    /// [`Limits::tool_calls`].
+    ToolCallsTotal,
+    /// [`Limits::host_cpu`].
+    HostCpu,
 }
 
 /// One configurable limit.
@@ -117,7 +140,7 @@ pub struct Setting {
 }
 
 /// Every limit people can set, with its names and range.
-pub const SETTINGS: [Setting; 7] = [
+pub const SETTINGS: [Setting; 9] = [
     Setting { which: Which::Memory, key: "memory_mib", flag: "--memory-mib", unit: Unit::Mib, min: 16, max: 64 * 1024 },
     Setting {
         which: Which::CpuStep,
@@ -167,6 +190,22 @@ pub const SETTINGS: [Setting; 7] = [
         min: MIB,
         max: 48 * MIB,
     },
+    Setting {
+        which: Which::ToolCallsTotal,
+        key: "tool_calls",
+        flag: "--tool-calls",
+        unit: Unit::Count,
+        min: 1,
+        max: 10_000_000,
+    },
+    Setting {
+        which: Which::HostCpu,
+        key: "host_cpu_ms",
+        flag: "--host-cpu-ms",
+        unit: Unit::Millis,
+        min: 10,
+        max: 7 * 24 * 3600 * 1000,
+    },
 ];
 
 impl Setting {
@@ -185,6 +224,8 @@ impl Setting {
             Which::Result => limits.result_bytes,
             Which::ToolCalls => limits.tool_calls_in_flight as u64,
             Which::ToolBytes => limits.tool_bytes_in_flight,
+            Which::ToolCallsTotal => limits.tool_calls,
+            Which::HostCpu => millis_of(limits.host_cpu),
         }
     }
 
@@ -198,6 +239,8 @@ impl Setting {
             Which::Result => limits.result_bytes = value,
             Which::ToolCalls => limits.tool_calls_in_flight = usize::try_from(value).unwrap_or(usize::MAX),
             Which::ToolBytes => limits.tool_bytes_in_flight = value,
+            Which::ToolCallsTotal => limits.tool_calls = value,
+            Which::HostCpu => limits.host_cpu = Duration::from_millis(value),
         }
     }
 
@@ -276,6 +319,7 @@ impl Limits {
                 Which::Memory => ("memory_bytes", self.memory_bytes),
                 Which::CpuStep => ("cpu_step", millis_of(self.cpu_step)),
                 Which::WallClock => ("wall_clock", millis_of(self.wall_clock)),
+                Which::HostCpu => ("host_cpu", millis_of(self.host_cpu)),
                 _ => (setting.key, setting.get(self)),
             };
             let (min, max) = (setting.min.saturating_mul(scale), setting.max.saturating_mul(scale));

@@ -180,7 +180,7 @@ enum AuthCommand {
 async fn auth(command: AuthCommand) -> anyhow::Result<i32> {
     use codemode::oauth::commands::{login_command, logout_command, status_command, AuthCommandError};
     let config_of = |config: Option<PathBuf>| -> anyhow::Result<Config> {
-        let (config, found) = load_config(config.as_deref(), Search::CurrentFolderToo)?;
+        let (config, found) = load_config(config.as_deref(), Search::CurrentFolderToo, None)?;
         if found.is_none() {
             return Err(UsageError(none_found(Search::CurrentFolderToo)).into());
         }
@@ -272,6 +272,13 @@ struct RunArgs {
     /// Tool data in flight (inputs and unread answers), in bytes.
     #[arg(long, value_name = "BYTES")]
     tool_bytes_in_flight: Option<u64>,
+    /// Tool calls in all.
+    #[arg(long, value_name = "N")]
+    tool_calls: Option<u64>,
+    /// CPU the host may spend on the program's built-in calls (tools.$search), in
+    /// milliseconds.
+    #[arg(long, value_name = "MS")]
+    host_cpu_ms: Option<u64>,
     /// Run even if some sandbox layers cannot be applied on this machine. Every outcome
     /// then names the missing layers. Never use this where programs are untrusted.
     #[arg(long)]
@@ -301,6 +308,8 @@ impl RunArgs {
             result_bytes: self.result_bytes,
             tool_calls_in_flight: self.tool_calls_in_flight,
             tool_bytes_in_flight: self.tool_bytes_in_flight,
+            tool_calls: self.tool_calls,
+            host_cpu_ms: self.host_cpu_ms,
         };
         overrides.apply(limits, LimitSource::CommandLine)
     }
@@ -338,6 +347,7 @@ enum Search {
 fn load_config(
     given: Option<&std::path::Path>,
     search: Search,
+    worker: Option<&std::path::Path>,
 ) -> anyhow::Result<(Config, Option<codemode::config_discovery::Found>)> {
     use codemode::config_discovery::{find, Source};
     let env = |name: &str| std::env::var(name).ok();
@@ -351,7 +361,8 @@ fn load_config(
                     found.path.display()
                 );
             }
-            Ok((Config::load(&found.path)?, Some(found)))
+            let worker = worker.map_or_else(codemode::default_worker_path, std::path::Path::to_path_buf);
+            Ok((Config::load_with_worker(&found.path, &worker)?, Some(found)))
         }
         None => Ok((Config::default(), None)),
     }
@@ -391,6 +402,7 @@ fn plugin_host(config: &Config, example_tools: bool, worker: &std::path::Path, s
     let base = if example_tools || config.example_tools { example_catalog() } else { Catalog::new() };
     let javascript = config.javascript_plugins().into_iter().map(|p| p.process_config(worker, sandbox));
     PluginHost::new(base, config.process_plugins().into_iter().chain(javascript).map(ProcessPlugin::new).collect())
+        .with_unreadable(config.unreadable_javascript_plugins())
         .with_mcp(config.mcp_servers().into_iter().map(McpPlugin::new).collect())
         .with_approvals(config.approvals())
         .with_summaries(config.summaries())
@@ -424,7 +436,7 @@ struct ToolsArgs {
 /// TypeScript declarations, the tools as JSON, or the execute tool's description.
 async fn list_tools(args: ToolsArgs) -> anyhow::Result<i32> {
     let ToolsArgs { config, example_tools, typescript, json, description } = args;
-    let (config, found) = load_config(config.as_deref(), Search::CurrentFolderToo)?;
+    let (config, found) = load_config(config.as_deref(), Search::CurrentFolderToo, None)?;
     match &found {
         Some(found) if found.source != codemode::config_discovery::Source::CurrentFolder => {
             eprintln!("codemode: reading {}", found.path.display())
@@ -499,7 +511,7 @@ async fn run(args: RunArgs) -> anyhow::Result<i32> {
     if code.trim().is_empty() {
         return Err(UsageError(format!("the program ({source}) is empty: give a file (or - for standard input) holding the body of an async function or one expression")).into());
     }
-    let (config, found) = load_config(args.config.as_deref(), Search::CurrentFolderToo)?;
+    let (config, found) = load_config(args.config.as_deref(), Search::CurrentFolderToo, args.worker.as_deref())?;
     let limits = args.limits(config.limits())?;
     let sandbox =
         if args.insecure_allow_weaker_sandbox { SandboxPolicy::InsecureAllowWeaker } else { SandboxPolicy::Required };
@@ -543,7 +555,7 @@ struct Listen {
 
 /// `codemode mcp` (stdio) and `codemode serve` (HTTP, when `http` says where).
 async fn serve(args: ServeArgs, http: Option<Listen>) -> anyhow::Result<i32> {
-    let (mut config, found) = load_config(args.config.as_deref(), Search::UserFolderOnly)?;
+    let (mut config, found) = load_config(args.config.as_deref(), Search::UserFolderOnly, args.worker.as_deref())?;
     if let Some(found) = found.filter(|f| f.source == codemode::config_discovery::Source::UserFolder) {
         tracing::info!("reading {}", found.path.display());
     }
@@ -585,6 +597,10 @@ async fn serve(args: ServeArgs, http: Option<Listen>) -> anyhow::Result<i32> {
         }
         _ => None,
     };
+    if http.is_none() {
+        // Standard input and output carry one client: it may use every slot.
+        config.server.max_programs_per_session.get_or_insert(config.server.max_concurrent_programs);
+    }
     let server = codemode::serve::CodemodeServer::new(
         Arc::clone(&executor),
         limits,
@@ -628,14 +644,14 @@ async fn serve(args: ServeArgs, http: Option<Listen>) -> anyhow::Result<i32> {
             let ops = match listen.ops_listen.or(config.server.ops_listen) {
                 Some(addr) => {
                     let ops = codemode::serve::ops::Ops::install(Arc::clone(&executor))?;
-                    let ops_listener = tokio::net::TcpListener::bind(addr)
-                        .await
+                    let ops_listener = std::net::TcpListener::bind(addr)
                         .with_context(|| format!("listening for operations on {addr}"))?;
                     announce(&format!(
                         "serving /healthz, /readyz and /metrics on http://{}",
                         ops_listener.local_addr()?
                     ));
-                    tokio::spawn(codemode::serve::ops::serve(ops_listener, Arc::clone(&ops)));
+                    codemode::serve::ops::serve_on_own_thread(ops_listener, Arc::clone(&ops))
+                        .context("starting the operations listener")?;
                     Some(ops)
                 }
                 None => None,
@@ -720,6 +736,15 @@ fn print_result(text: &str) -> anyhow::Result<()> {
 }
 
 fn main() {
+    // Not dumpable, before anything secret is read: processes of the same user (process
+    // plugins, MCP servers started as commands) cannot read this process's memory or
+    // environment through /proc or ptrace. Plugins started as root also lose
+    // CAP_SYS_PTRACE (`plugins::process::plugin_command`), which would bypass this.
+    // SAFETY: PR_SET_DUMPABLE with 0 only changes this process's dumpable flag.
+    if unsafe { libc::prctl(libc::PR_SET_DUMPABLE, 0, 0, 0, 0) } != 0 {
+        eprintln!("codemode: cannot make the process undumpable: {}", std::io::Error::last_os_error());
+        std::process::exit(4);
+    }
     let cli = Cli::parse();
     codemode::tls::ensure_provider();
     use std::io::IsTerminal;

@@ -24,9 +24,6 @@ use crate::tool::{Approval, ApprovalAnswer, ApprovalQuestion, Approver, CallProg
 /// The terminal the person answers on.
 const TERMINAL: &str = "/dev/tty";
 
-/// Longest input shown in a prompt.
-const MAX_SHOWN_CHARS: usize = 2_000;
-
 /// What the flags allow without asking.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct PreApproved {
@@ -107,9 +104,10 @@ impl TerminalApprovals {
 
 /// Writes `question` to the terminal and reads the answer: true for `y` or `yes`.
 /// Control characters other than newlines (escape sequences a plugin could put in its
-/// message or reason to rewrite the prompt) are shown as `?`.
+/// message or reason to rewrite the prompt) and invisible or reordering characters are
+/// shown as escapes ([`crate::tool::shown::visible`]).
 fn ask_on_terminal(question: &str) -> Result<bool, String> {
-    let question = printable(question);
+    let question = crate::tool::shown::visible(question);
     let terminal = std::fs::OpenOptions::new()
         .read(true)
         .write(true)
@@ -122,20 +120,6 @@ fn ask_on_terminal(question: &str) -> Result<bool, String> {
     let mut line = String::new();
     std::io::BufReader::new(&terminal).read_line(&mut line).map_err(|e| format!("reading {TERMINAL} failed: {e}"))?;
     Ok(matches!(line.trim().to_ascii_lowercase().as_str(), "y" | "yes"))
-}
-
-/// `text` with every control character but newlines shown as `?`.
-fn printable(text: &str) -> String {
-    text.chars().map(|c| if c.is_control() && c != '\n' { '?' } else { c }).collect()
-}
-
-/// `text`, cut to `MAX_SHOWN_CHARS`.
-fn shown(text: &str) -> String {
-    if text.chars().count() <= MAX_SHOWN_CHARS {
-        text.to_string()
-    } else {
-        format!("{}… (cut)", text.chars().take(MAX_SHOWN_CHARS).collect::<String>())
-    }
 }
 
 impl CallHooks for TerminalApprovals {
@@ -155,7 +139,7 @@ impl CallHooks for TerminalApprovals {
         let why = tool.definition.approval_reason.as_ref().map(|r| format!(" ({r})")).unwrap_or_default();
         let question = format!(
             "codemode: allow tools.{name}{why} to run with this input?\n{}\n",
-            shown(&serde_json::to_string_pretty(input).unwrap_or_default())
+            crate::tool::shown::input_for_person(input)
         );
         let asked = Self::prompt(Arc::clone(&self.asking), question);
         let approved_once = Arc::clone(&self.approved_once);
@@ -192,10 +176,10 @@ impl Approver for TerminalApprovals {
             Some(Ok(form)) if !form.is_question() => Some(form),
             _ => None,
         };
-        let details = question.details.as_ref().map(|d| serde_json::to_string_pretty(d).unwrap_or_default());
+        let details = question.details.as_ref().map(crate::tool::shown::input_for_person);
         let mut text = format!("codemode: tools.{name} asks: {}\n", question.message);
         if let Some(details) = details {
-            text.push_str(&format!("{}\n", shown(&details)));
+            text.push_str(&format!("{details}\n"));
         }
         if let Some(link) = &question.link {
             text.push_str(&format!("Open this page to continue: {link}\n"));
@@ -266,7 +250,7 @@ fn fill_on_terminal(header: &str, form: &Form) -> Result<Option<serde_json::Map<
     let mut reader = std::io::BufReader::new(&terminal);
     let mut ask = |text: &str| -> Result<String, String> {
         let mut writer = &terminal;
-        write!(writer, "{}", printable(text))
+        write!(writer, "{}", crate::tool::shown::visible(text))
             .and_then(|()| writer.flush())
             .map_err(|e| format!("writing to {TERMINAL} failed: {e}"))?;
         let mut line = String::new();
@@ -309,7 +293,7 @@ fn fill_on_terminal(header: &str, form: &Form) -> Result<Option<serde_json::Map<
 
 /// Says on the terminal why an answer was not taken.
 fn ask_again(mut terminal: &std::fs::File, why: &str) -> Result<(), String> {
-    writeln!(terminal, "{}", printable(why)).map_err(|e| format!("writing to {TERMINAL} failed: {e}"))
+    writeln!(terminal, "{}", crate::tool::shown::visible(why)).map_err(|e| format!("writing to {TERMINAL} failed: {e}"))
 }
 
 #[cfg(test)]
@@ -319,7 +303,10 @@ mod tests {
 
     #[test]
     fn escape_sequences_cannot_rewrite_the_prompt() {
-        assert_eq!(printable("ok\u{1b}[2K\rallow?\nnext\u{7}"), "ok?[2K?allow?\nnext?");
+        assert_eq!(
+            crate::tool::shown::visible("ok\u{1b}[2K\rallow?\nnext\u{7}"),
+            "ok\\u001B[2K\\u000Dallow?\nnext\\u0007"
+        );
     }
 
     #[test]

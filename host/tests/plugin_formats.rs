@@ -458,21 +458,46 @@ fn what_is_wrong_with_a_plugin_is_said_at_load() {
         out.contains(&format!("main.js imports \"./leak/secret.js\" through /plugin/leak, a symbolic link out of the plugin's folder (to {})", outside.display())),
         "{out}"
     );
-    // A file nested deeper than a parse can take is refused before the host parses it.
+    // A file nested deeper than a parse can take is refused before it is parsed: the
+    // plugin is unavailable, the others load (exit 1: the listing names a problem).
     let deep = format!("export default {}1{};", "[".repeat(20_000), "]".repeat(20_000));
     let dir = folder("deep", &[("plugin.mjs", &deep)]);
-    let cfg = config(&format!("[[plugin]]\nname = \"d\"\nkind = \"javascript\"\npath = \"{}\"\n", dir.display()));
-    let (code, _, err) = tools(&cfg, false, &[]);
-    assert_eq!(code, 2, "{err}");
-    assert!(err.contains("plugin.mjs: line 1, column 1: brackets nest more than 500 levels deep"), "{err}");
-    // A folder no format fits is a configuration error (exit 2) that lists the formats.
+    let cfg = config(&format!(
+        "example_tools = true\n\n[[plugin]]\nname = \"d\"\nkind = \"javascript\"\npath = \"{}\"\n",
+        dir.display()
+    ));
+    let (code, out, err) = tools(&cfg, false, &[]);
+    assert_eq!(code, 1, "{err}");
+    assert!(out.contains("tools.math.add("), "the other tools are listed: {out}");
+    assert!(
+        out.contains("! plugin d is unavailable: ")
+            && out.contains("plugin.mjs: line 1, column 1: brackets nest more than 500 levels deep"),
+        "{out}"
+    );
+    // One nested without brackets past any parser's stack (400,000 `!`): the reader
+    // process runs out of stack, never the host.
+    let deep = format!("export default {{ id: 'x', server: () => {}1 }};", "!".repeat(400_000));
+    let dir = folder("bangs", &[("plugin.mjs", &deep)]);
+    let cfg = config(&format!(
+        "example_tools = true\n\n[[plugin]]\nname = \"d\"\nkind = \"javascript\"\npath = \"{}\"\n",
+        dir.display()
+    ));
+    let (code, out, err) = tools(&cfg, false, &[]);
+    assert_eq!(code, 1, "{err}");
+    assert!(out.contains("tools.math.add("), "the other tools are listed: {out}");
+    assert!(
+        out.contains("! plugin d is unavailable: its files cannot be read: one of its modules nests more deeply than codemode's parser can follow"),
+        "{out}"
+    );
+    // A folder no format fits: unavailable, with the formats listed.
     let dir = folder("nothing", &[("README.md", "hi")]);
     let cfg = config(&format!("[[plugin]]\nname = \"n\"\nkind = \"javascript\"\npath = \"{}\"\n", dir.display()));
-    let (code, _, err) = tools(&cfg, false, &[]);
-    assert_eq!(code, 2, "{err}");
+    let (code, out, err) = tools(&cfg, false, &[]);
+    assert_eq!(code, 1, "{err}");
     assert!(
-        err.contains("is not a plugin codemode knows: it holds README.md; a plugin is one of: manifest ("),
-        "{err}"
+        out.contains("! plugin n is unavailable: ")
+            && out.contains("is not a plugin codemode knows: it holds README.md; a plugin is one of: manifest ("),
+        "{out}"
     );
 }
 

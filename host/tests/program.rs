@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use codemode::{Catalog, LaunchMode, Limits, OutcomeKind, Tool, ToolResult};
 use common::*;
-use serde_json::json;
+use serde_json::{json, Value};
 
 #[tokio::test]
 async fn body_form_from_the_mission() {
@@ -366,6 +366,42 @@ async fn each_program_gets_a_fresh_runtime() {
     let ex = executor().await;
     assert_eq!(ok_value(&ex.run("globalThis.leak = 42; Array.prototype.evil = 1; return 1").await), json!(1));
     assert_eq!(ok_value(&ex.run("return [typeof leak, [].evil]").await), json!(["undefined", null]));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn no_two_programs_share_a_random_sequence() {
+    // Every worker is a fork of one template: its generators are reseeded per program,
+    // before the program's first instruction (also code that runs while it compiles).
+    let ex = std::sync::Arc::new(executor().await);
+    let draw = "return Array.from({ length: 4 }, () => Math.random())";
+    let mut seen: Vec<Value> = Vec::new();
+    // In a row (warm workers), at once, with other limits (fresh forks), on the spawn
+    // path, and drawn while the program compiles.
+    for _ in 0..4 {
+        seen.push(ok_value(&ex.run(draw).await));
+    }
+    let at_once = futures::future::join_all((0..12).map(|_| {
+        let ex = std::sync::Arc::clone(&ex);
+        async move { ok_value(&ex.run(draw).await) }
+    }))
+    .await;
+    seen.extend(at_once);
+    let other_limits = Limits::default().with_memory_bytes(200 * codemode::limits::MIB);
+    for _ in 0..3 {
+        seen.push(ok_value(&ex.run(codemode::Program::new(draw).limits(other_limits)).await));
+    }
+    let spawned = executor_with(LaunchMode::Spawn, Limits::default(), test_catalog()).await;
+    seen.push(ok_value(&spawned.run(draw).await));
+    let compiling = "}); globalThis.early = Math.random(); (async function () { return [early]";
+    seen.push(ok_value(&ex.run(compiling).await));
+    seen.push(ok_value(&ex.run(compiling).await));
+    for (i, a) in seen.iter().enumerate() {
+        let numbers = a.as_array().unwrap();
+        assert!(numbers.iter().all(|n| (0.0..1.0).contains(&n.as_f64().unwrap())), "{a}");
+        for b in &seen[i + 1..] {
+            assert_ne!(a, b, "two programs drew the same sequence");
+        }
+    }
 }
 
 #[tokio::test]

@@ -32,7 +32,7 @@ const MAX_SNIFFED_TOTAL: u64 = 16 * 1024 * 1024;
 const SNIFF_STACK_BYTES: usize = 64 * 1024 * 1024;
 
 /// One module to load.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Entry {
     /// Its path inside the plugin's folder, `/`-separated (`tools/echo/index.ts`).
     pub module: String,
@@ -40,8 +40,9 @@ pub struct Entry {
     pub tool: Option<String>,
 }
 
-/// A plugin's layout: its format, its folder and the modules to load.
-#[derive(Debug, Clone, PartialEq)]
+/// A plugin's layout: its format, its folder and the modules to load. Serialized, it is
+/// what `sandbox-worker detect` reports to the host.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Layout {
     /// The format.
     pub format: Format,

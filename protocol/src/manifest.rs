@@ -15,13 +15,13 @@
 use std::collections::BTreeMap;
 use std::path::{Component, Path, PathBuf};
 
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
 /// The file name of a plugin's manifest.
 pub const MANIFEST_FILE: &str = "manifest.json";
 
 /// A parsed, checked manifest.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Manifest {
     /// The plugin's own name.
     pub name: String,
@@ -42,7 +42,7 @@ pub struct Manifest {
 }
 
 /// `permissions`.
-#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Permissions {
     /// `tools.provide`: the plugin may register tools.
     #[serde(rename = "tools.provide", default)]
@@ -57,7 +57,7 @@ pub struct Permissions {
 }
 
 /// A permission's stated reason.
-#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Reason {
     /// Why the plugin asks for it (shown to the person who enables it).
     #[serde(default)]
@@ -65,7 +65,7 @@ pub struct Reason {
 }
 
 /// `permissions.net`.
-#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct NetPermission {
     /// `host`, `host:port` or `*.domain` entries.
     pub hosts: Vec<String>,
@@ -75,7 +75,7 @@ pub struct NetPermission {
 }
 
 /// `contributes`.
-#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Contributions {
     /// Markdown files with rules for agents, relative to the folder.
     #[serde(default)]

@@ -115,6 +115,11 @@ pub struct StartProgram {
     /// microseconds (0: never).
     #[serde(default)]
     pub busy_poll_us: u64,
+    /// Fresh randomness from the host's operating system, drawn for this program alone:
+    /// the worker reseeds every generator it inherited from the template (`Math.random`)
+    /// with it before the program's first instruction, so no two programs share a
+    /// sequence.
+    pub entropy: [u32; 4],
 }
 
 /// The limits a worker enforces from the inside. The host enforces the wall clock
@@ -313,6 +318,7 @@ mod tests {
             },
             catalog: vec![PluginTools { plugin: "math".into(), tools: vec!["add".into()], unavailable: None }],
             busy_poll_us: 50,
+            entropy: [1, 2, 3, 4],
         });
         let buf = encode(&start).unwrap();
         let HostToWorker::Start(back) = read_frame::<_, HostToWorker>(&mut &buf[..], MAX_FRAME_BYTES).unwrap() else {

@@ -414,6 +414,16 @@ pub enum WorkerCommand {
         /// JavaScript time between two host messages, in ms.
         cpu_step_ms: u64,
     },
+    /// Read a JavaScript plugin's files and print its layout (plugin-format's
+    /// `detect`) as JSON on standard output: the host reads untrusted plugin folders
+    /// in a process of its own, so a module that would overflow a parser's stack or
+    /// exhaust its memory ends this process, not the host.
+    Detect {
+        /// The plugin's folder, or its one module file.
+        dir: PathBuf,
+        /// The format the configuration forces, when it does.
+        format: Option<String>,
+    },
     /// Report the sandbox layers as a [`ProbeReport`] on standard output.
     Probe,
     /// Print the engine as JSON (`{"engine":"quickjs"}`).
@@ -422,8 +432,16 @@ pub enum WorkerCommand {
 
 /// Why a worker command line could not be read.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{0}; sandbox-worker is started by the codemode host (modes: template, run, exec, plugin, probe, info)")]
+#[error(
+    "{0}; sandbox-worker is started by the codemode host (modes: template, run, exec, plugin, detect, probe, info)"
+)]
 pub struct CommandError(String);
+
+/// Most address space `sandbox-worker detect` lets itself map, in MiB: its 64 MiB parser
+/// stack, the plugin files it reads (16 MiB in all at most) and their syntax trees.
+pub const DETECT_MEMORY_MIB: u64 = 2048;
+/// Most CPU `sandbox-worker detect` lets itself use, in seconds.
+pub const DETECT_CPU_SECONDS: u64 = 20;
 
 impl WorkerCommand {
     /// The mode word that starts the command line.
@@ -433,6 +451,7 @@ impl WorkerCommand {
             WorkerCommand::Run { .. } => "run",
             WorkerCommand::Exec { .. } => "exec",
             WorkerCommand::Plugin { .. } => "plugin",
+            WorkerCommand::Detect { .. } => "detect",
             WorkerCommand::Probe => "probe",
             WorkerCommand::Info => "info",
         }
@@ -475,6 +494,12 @@ impl WorkerCommand {
                 flag(&mut args, "--memory-mib", memory_mib);
                 flag(&mut args, "--cpu-step-ms", cpu_step_ms);
             }
+            WorkerCommand::Detect { dir, format } => {
+                flag(&mut args, "--dir", dir.display());
+                if let Some(format) = format {
+                    flag(&mut args, "--format", format);
+                }
+            }
             WorkerCommand::Probe | WorkerCommand::Info => {}
         }
         args
@@ -494,6 +519,7 @@ impl WorkerCommand {
             "run" => &["--channel-fd", "--host-pid", "--sandbox"],
             "exec" => &["--host-pid", "--sandbox", "--payload", "--skip-layer"],
             "plugin" => &["--dir", "--format", "--name", "--host-pid", "--sandbox", "--memory-mib", "--cpu-step-ms"],
+            "detect" => &["--dir", "--format"],
             "probe" | "info" => &[],
             other => return Err(CommandError(format!("unknown mode `{other}`"))),
         };
@@ -552,6 +578,10 @@ impl WorkerCommand {
                 cpu_step_ms: number("--cpu-step-ms").and_then(|n| {
                     u64::try_from(n).map_err(|_| CommandError("--cpu-step-ms must be positive".into()))
                 })?,
+            },
+            "detect" => WorkerCommand::Detect {
+                dir: PathBuf::from(required("--dir")?),
+                format: value("--format").map(str::to_string),
             },
             "probe" => WorkerCommand::Probe,
             _ => WorkerCommand::Info,

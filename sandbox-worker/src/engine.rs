@@ -8,7 +8,7 @@
 use deno_core::{v8, JsRuntime, RuntimeOptions};
 use protocol::JsFailure;
 
-use crate::ops::{codemode, Describer, Driver};
+use crate::ops::{codemode, Describer, Driver, Reseeder};
 use crate::source::{self, Positions, Prepared};
 
 #[cfg(not(any(feature = "quickjs", feature = "v8")))]
@@ -124,8 +124,10 @@ impl Engine {
             .map_err(|e| EngineError::Bootstrap(e.to_string()))?;
         let state = runtime.op_state();
         let state = state.borrow();
-        if !state.has::<Driver>() || !state.has::<Describer>() {
-            return Err(EngineError::Bootstrap("the bootstrap did not register its driver and describer".into()));
+        if !state.has::<Driver>() || !state.has::<Describer>() || !state.has::<Reseeder>() {
+            return Err(EngineError::Bootstrap(
+                "the bootstrap did not register its driver, describer and reseeder".into(),
+            ));
         }
         drop(state);
         Ok(Self { runtime })
@@ -208,6 +210,20 @@ impl Engine {
                 _ => Evaluated::Terminated,
             },
         }
+    }
+
+    /// Reseeds every generator the program can draw from (`Math.random`) with `entropy`;
+    /// false when the bootstrap's reseeder could not run (the program must not run then).
+    pub fn reseed(&mut self, entropy: [u32; 4]) -> bool {
+        let Some(reseed) = self.runtime.op_state().borrow().try_borrow::<Reseeder>().map(|r| r.0.clone()) else {
+            return false;
+        };
+        deno_core::scope!(scope, &mut self.runtime);
+        let function = v8::Local::new(scope, &reseed);
+        let words: Vec<v8::Local<v8::Value>> =
+            entropy.iter().map(|w| v8::Integer::new_from_unsigned(scope, *w).into()).collect();
+        let undefined = v8::undefined(scope).into();
+        function.call(scope, undefined, &words).is_some()
     }
 
     /// Describes a thrown value with the bootstrap's describer (`describeThrown`).

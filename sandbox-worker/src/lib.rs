@@ -287,6 +287,46 @@ fn probe_pid_namespace() -> Option<protocol::worker::MissingLayer> {
     }
 }
 
+/// `sandbox-worker detect`: reads the plugin at `dir` (in `format` when forced) and
+/// prints its layout as JSON, `{"Ok": <layout>}` or `{"Err": "<why>"}`, on standard
+/// output. The folder is untrusted: this process bounds its own memory and CPU first,
+/// and a module that overflows the parser's stack ends this process (the host reads
+/// that as the plugin being unavailable), never the host.
+pub fn detect_layout(dir: &std::path::Path, format: Option<&str>) -> ! {
+    use nix::sys::resource::{setrlimit, Resource};
+    let limits = [
+        (Resource::RLIMIT_AS, protocol::worker::DETECT_MEMORY_MIB << 20),
+        (Resource::RLIMIT_CPU, protocol::worker::DETECT_CPU_SECONDS),
+        (Resource::RLIMIT_CORE, 0),
+    ];
+    for (resource, limit) in limits {
+        if let Err(e) = setrlimit(resource, limit, limit) {
+            fail(&format!("cannot limit the plugin reader ({resource:?}): {e}"));
+        }
+    }
+    // SAFETY: PR_SET_PDEATHSIG with a valid signal number only sets this process's
+    // parent-death signal.
+    unsafe { libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0) };
+    let result: Result<plugin_format::Layout, String> = match format
+        .map(|f| plugin_format::Format::parse(f).ok_or_else(|| format!("there is no plugin format {f:?}")))
+    {
+        Some(Err(why)) => Err(why),
+        Some(Ok(forced)) => plugin_format::detect(dir, Some(forced)).map_err(|e| e.to_string()),
+        None => plugin_format::detect(dir, None).map_err(|e| e.to_string()),
+    };
+    match serde_json::to_string(&result) {
+        Ok(text) => {
+            use std::io::Write;
+            let mut out = std::io::stdout();
+            if writeln!(out, "{text}").and_then(|()| out.flush()).is_err() {
+                fail("the plugin's layout cannot be written to standard output");
+            }
+        }
+        Err(e) => fail(&format!("the plugin's layout cannot be written: {e}")),
+    }
+    exit_now(0)
+}
+
 /// What this machine can apply: a [`protocol::worker::ProbeReport`] as JSON on
 /// standard output (for `codemode sandbox-check`).
 pub fn probe() -> ! {

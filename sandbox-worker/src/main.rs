@@ -9,6 +9,7 @@
 //! sandbox-worker exec --host-pid PID [--sandbox S] --payload SO [-- ARGS]  run a native payload
 //! sandbox-worker plugin --dir PATH --format F --name NAME --host-pid PID [--sandbox S] --memory-mib N --cpu-step-ms N
 //!                                                                       serve a JavaScript plugin on stdin/stdout
+//! sandbox-worker detect --dir PATH [--format F]                          print a plugin's layout (JSON)
 //! sandbox-worker probe                                                   report the sandbox layers
 //! sandbox-worker info                                                    print {"engine": ...}
 //! ```
@@ -21,7 +22,7 @@ use std::os::fd::{FromRawFd, OwnedFd, RawFd};
 
 use protocol::worker::WorkerCommand;
 use sandbox_worker::sandbox::SandboxOptions;
-use sandbox_worker::{engine::ENGINE, exec_payload, fail, plugin, probe, run_spawned, template};
+use sandbox_worker::{detect_layout, engine::ENGINE, exec_payload, fail, plugin, probe, run_spawned, template};
 
 /// Takes ownership of a descriptor the host handed down.
 fn inherited_fd(fd: RawFd) -> OwnedFd {
@@ -80,6 +81,7 @@ fn main() {
                 cpu_step: std::time::Duration::from_millis(cpu_step_ms),
             })
         }
+        WorkerCommand::Detect { dir, format } => detect_layout(&dir, format.as_deref()),
         WorkerCommand::Probe => probe(),
         WorkerCommand::Info => {
             println!("{}", serde_json::to_string(&protocol::worker::WorkerInfo { engine: ENGINE }).unwrap_or_default())

@@ -7,6 +7,8 @@
 //!   answer, after checking the input against the program's budget of tool data in
 //!   flight (an input over it never leaves the worker);
 //! - `op_codemode_console` forwards console output up to the console cap;
+//! - `op_codemode_register_entropy` hands Rust the bootstrap's reseeder, which every
+//!   program's fresh entropy goes through before the program is compiled;
 //! - `op_codemode_register_driver`, `op_codemode_register_describer`,
 //!   `op_codemode_program` and `op_codemode_finish` connect the bootstrap's driver to
 //!   [`crate::program`]: the driver reports every way a program ends through
@@ -119,6 +121,10 @@ pub struct Driver(pub v8::Global<v8::Function>);
 /// The registered describer of `bootstrap.js`: thrown value and insertions in, JSON out.
 pub struct Describer(pub v8::Global<v8::Function>);
 
+/// The registered reseeder of `bootstrap.js`: four 32-bit words of fresh entropy in,
+/// `Math.random`'s state replaced.
+pub struct Reseeder(pub v8::Global<v8::Function>);
+
 /// What the driver reported at the end of a program.
 #[derive(Debug)]
 pub enum Finish {
@@ -152,6 +158,11 @@ pub fn op_codemode_register_driver(state: &mut OpState, #[scoped] driver: v8::Gl
 #[op2]
 pub fn op_codemode_register_describer(state: &mut OpState, #[scoped] describer: v8::Global<v8::Function>) {
     state.put(Describer(describer));
+}
+
+#[op2]
+pub fn op_codemode_register_entropy(state: &mut OpState, #[scoped] reseed: v8::Global<v8::Function>) {
+    state.put(Reseeder(reseed));
 }
 
 #[op2]
@@ -280,6 +291,7 @@ deno_core::extension!(
         op_codemode_blocking,
         op_codemode_register_driver,
         op_codemode_register_describer,
+        op_codemode_register_entropy,
         op_codemode_program,
         op_codemode_finish,
         op_codemode_out_of_memory,

@@ -197,6 +197,10 @@ pub fn run(engine: &mut Engine, prepared: Prepared, start: StartProgram) -> ! {
     }
     clock.on_unpark();
 
+    // Before the program's first instruction (its text may run code while it compiles).
+    if !engine.reseed(start.entropy) {
+        finish(&link, WorkerOutcome::Internal("the program's generators could not be reseeded; it was not run".into()));
+    }
     let compiled = engine.compile(&start.code);
     link.times.set(WorkerTimes { compiled_ns: monotonic_ns(), ..link.times.get() });
     let (function, prepared) = match compiled {

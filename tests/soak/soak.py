@@ -1,5 +1,6 @@
 """The soak run: 10,000 programs at 16 in flight against `codemode serve`, while plugins
-and the template are broken under it.
+and the template are broken under it, two plugins flood the host with tool changes, and
+every tenth program floods it with searches.
 
 Run by scripts/soak.sh (which builds codemode and installs the MCP Python SDK):
 
@@ -11,6 +12,12 @@ JavaScript plugin's runtime is stopped (SIGSTOP, so its calls time out until the
 takes it for hung and replaces it); at three fifths, the template process is killed.
 Every program must end with an outcome the client can read: its value, or an error
 result naming the reason. Programs after each break must succeed again.
+
+All along, a JavaScript plugin registers and removes a tool every 5 ms and a process
+plugin announces `host/tools.changed` every millisecond (the host re-lists each at most
+once a second, and only it), and every tenth program makes 20 searches and one oversized
+search (refused at once). `/healthz` is asked every 200 ms throughout; its slowest answer
+is reported and must stay under a second on this loaded machine.
 
 Every 500 programs the host's open descriptors, zombie children and RSS are sampled;
 after the warm-up they must stay flat. At the end the host is killed (SIGKILL) and no
@@ -46,6 +53,25 @@ const [sum, count, greeting] = await Promise.all([
 return { sum: Number(sum), words: count.words, greeting };
 """
 
+# Every tenth program: searches, then a query far past the caps (refused at once).
+SEARCH_PROGRAM = """
+let found = 0;
+for (let i = 0; i < 20; i++) found += (await tools.$search("forecast for a city " + i + " %d")).length;
+let refused = "";
+try { await tools.$search("word ".repeat(20000)); } catch (e) { refused = e.message.slice(0, 40); }
+return { found, refused };
+"""
+
+FLICKER_JS = """export function activate(api) {
+  let handle = null;
+  setInterval(() => {
+    if (handle) { handle.remove(); handle = null; }
+    else handle = api.tools.register({ name: "flicker", description: "Comes and goes.", run: () => "ok" });
+  }, 5);
+  api.tools.register({ name: "steady", description: "Always there.", run: () => "ok" });
+}
+"""
+
 
 def children(pid):
     """(pid, state, exe name) of every process whose parent is `pid`."""
@@ -75,7 +101,9 @@ def descendants(pid):
 
 
 def sample(pid):
-    fds = len(os.listdir(f"/proc/{pid}/fd"))
+    # The fewest of a few readings: descriptors of the programs in flight come and go
+    # by the millisecond; a leak stays.
+    fds = min(len(os.listdir(f"/proc/{pid}/fd")) for _ in range(5) if time.sleep(0.005) is None)
     zombies = sum(1 for _, state, _ in children(pid) if state == "Z")
     with open(f"/proc/{pid}/status") as f:
         rss = next(int(line.split()[1]) for line in f if line.startswith("VmRSS:"))
@@ -95,6 +123,12 @@ def find(pid, predicate):
 
 def config_file():
     folder = tempfile.mkdtemp(prefix="codemode-soak-")
+    flicker = os.path.join(folder, "flicker")
+    os.makedirs(flicker)
+    with open(os.path.join(flicker, "manifest.json"), "w") as f:
+        f.write('{ "name": "flicker", "version": "1", "main": "main.js", "permissions": { "tools.provide": {} } }')
+    with open(os.path.join(flicker, "main.js"), "w") as f:
+        f.write(FLICKER_JS)
     path = os.path.join(folder, "codemode.toml")
     with open(path, "w") as f:
         f.write(f"""example_tools = true
@@ -118,24 +152,55 @@ name = "hello"
 kind = "javascript"
 path = "{ROOT}/plugins/hello-tools"
 timeout_ms = 2000
+
+[[plugin]]
+name = "flicker"
+kind = "javascript"
+path = "{flicker}"
+
+[[plugin]]
+name = "flood"
+kind = "process"
+command = "python3"
+args = ["{ROOT}/tests/hostile/flood_plugin.py", "--flood-ms", "1"]
 """)
     return path
+
+
+def healthz_seconds(ops):
+    """How long /healthz took to answer, and its status (0: no answer, counted as 10 s).
+    While the killed template is being replaced it answers 503, as it should."""
+    import http.client
+    import urllib.parse
+
+    parsed = urllib.parse.urlparse(ops)
+    started = time.perf_counter()
+    try:
+        conn = http.client.HTTPConnection(parsed.hostname, parsed.port, timeout=10)
+        conn.request("GET", "/healthz")
+        status = conn.getresponse().status
+        conn.close()
+        return time.perf_counter() - started, status
+    except OSError:
+        return 10.0, 0
 
 
 async def main():
     config = config_file()
     server = subprocess.Popen(
-        [CODEMODE, "serve", "--config", config, "--listen", "127.0.0.1:0"],
+        [CODEMODE, "serve", "--config", config, "--listen", "127.0.0.1:0", "--ops-listen", "127.0.0.1:0"],
         stdin=subprocess.DEVNULL,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
         text=True,
     )
-    url = None
+    url = ops = None
     while url is None:
         line = server.stderr.readline()
         if not line:
             sys.exit("codemode serve exited before it listened")
+        if "serving /healthz" in line:
+            ops = line.split(" on ", 1)[1].split()[0]
         if "serving MCP on " in line:
             url = line.split("serving MCP on ")[1].split()[0]
     # Keep its stderr drained.
@@ -147,6 +212,7 @@ async def main():
     breaks = {}  # name -> program index when it happened
     samples = []
     failures = []
+    health = []  # seconds per /healthz answer
 
     async def client(worker):
         nonlocal next_program
@@ -158,11 +224,18 @@ async def main():
                     next_program += 1
                     started = time.perf_counter()
                     try:
-                        result = await session.call_tool("execute", {"code": PROGRAM % index})
+                        code = (SEARCH_PROGRAM if index % 10 == 0 else PROGRAM) % index
+                        result = await session.call_tool("execute", {"code": code})
                         text = " ".join(c.text for c in result.content if c.type == "text")
                         results.append((index, time.perf_counter() - started, not result.is_error, text))
                     except Exception as e:  # a client-side failure: no outcome reached the client
                         results.append((index, time.perf_counter() - started, False, f"NO OUTCOME: {e!r}"))
+
+    async def prober():
+        loop = asyncio.get_running_loop()
+        while next_program < PROGRAMS:
+            health.append(await loop.run_in_executor(None, healthz_seconds, ops))
+            await asyncio.sleep(0.2)
 
     async def breaker():
         fifth = PROGRAMS // 5
@@ -192,10 +265,12 @@ async def main():
 
     started = time.perf_counter()
     breaking = asyncio.create_task(breaker())
+    probing = asyncio.create_task(prober())
     try:
         await asyncio.gather(*(client(i) for i in range(IN_FLIGHT)))
     finally:
         breaking.cancel()
+        probing.cancel()
     elapsed = time.perf_counter() - started
     final = sample(host)
 
@@ -248,6 +323,12 @@ async def main():
         failures.append(f"{final['zombies']} zombie children after the run")
     if left:
         failures.append(f"processes outlived the host: {left}")
+    searching = [r for r in results if r[0] % 10 == 0 and r[2]]
+    if searching and not all('"refused":"tools.$search: the query has' in r[3] for r in searching):
+        bad = next(r for r in searching if '"refused":"tools.$search: the query has' not in r[3])
+        failures.append(f"a searching program did not see its oversized query refused: {bad[3][:200]}")
+    if health and max(seconds for seconds, _ in health) >= 1.0:
+        failures.append(f"/healthz took {max(seconds for seconds, _ in health) * 1000:.0f} ms to answer (or did not)")
 
     # --- figures
     latencies = sorted(r[1] for r in results if r[2])
@@ -266,6 +347,14 @@ async def main():
         print(f"    {done:6d}: {s['fds']:4d} fds, {s['zombies']} zombies, {s['rss_mib']:.1f} MiB")
     print(f"    final : {final['fds']:4d} fds, {final['zombies']} zombies, {final['rss_mib']:.1f} MiB")
     print(f"  processes left after killing the host: {len(left)}")
+    if health:
+        ordered = sorted(seconds for seconds, _ in health)
+        unhealthy = sum(1 for _, status in health if status != 200)
+        print(
+            f"  /healthz, {len(health)} probes: p50 {statistics.median(ordered) * 1000:.1f} ms, "
+            f"p99 {ordered[int(len(ordered) * 0.99)] * 1000:.1f} ms, slowest {ordered[-1] * 1000:.1f} ms; "
+            f"{unhealthy} answered unhealthy (the killed template not yet replaced)"
+        )
     if failures:
         print("\nFAILED:")
         for f in failures:

@@ -20,6 +20,10 @@ pub const BUILTIN_PLUGIN: &str = "$codemode";
 
 /// Hits a search returns unless the program asks for another number.
 const DEFAULT_LIMIT: usize = 5;
+/// The longest query, in characters: a sentence or two about what the tool does.
+pub const MAX_QUERY_CHARS: usize = 1_000;
+/// The most words a query may have.
+pub const MAX_QUERY_WORDS: usize = 64;
 /// The most hits one search returns.
 const MAX_LIMIT: usize = 50;
 
@@ -46,6 +50,9 @@ pub(super) fn answer(catalog: &Catalog, tool: &str, input: &str) -> ToolAnswer {
 }
 
 fn search(catalog: &Catalog, input: SearchInput) -> ToolAnswer {
+    if let Some(why) = query_too_large(&input.query) {
+        return ToolAnswer::Reject(why);
+    }
     let limit = input.limit.unwrap_or(DEFAULT_LIMIT);
     if !(1..=MAX_LIMIT).contains(&limit) {
         return ToolAnswer::Reject(format!("tools.$search: limit must be between 1 and {MAX_LIMIT}, not {limit}"));
@@ -77,6 +84,19 @@ fn search(catalog: &Catalog, input: SearchInput) -> ToolAnswer {
         Ok(raw) => ToolAnswer::Resolve(raw),
         Err(e) => ToolAnswer::Reject(format!("tools.$search: {e}")),
     }
+}
+
+/// Why `query` is larger than a search takes, if it is: the work a search does grows
+/// with its words, and the host does it for the program.
+fn query_too_large(query: &str) -> Option<String> {
+    let chars = query.chars().count();
+    let words = query.split_whitespace().count();
+    if chars <= MAX_QUERY_CHARS && words <= MAX_QUERY_WORDS {
+        return None;
+    }
+    Some(format!(
+        "tools.$search: the query has {chars} characters and {words} words; a query may have at most {MAX_QUERY_CHARS} characters and {MAX_QUERY_WORDS} words: describe what the tool should do in a sentence"
+    ))
 }
 
 #[cfg(test)]
@@ -134,5 +154,13 @@ mod tests {
             "tools.$search: there is no plugin \"nope\"; the plugins are weather"
         );
         assert!(rejected(answer(&catalog(), "other", "{}")).contains("no built-in call \"other\""));
+        let long = serde_json::to_string(&json!({ "query": "rain ".repeat(65) })).unwrap();
+        assert_eq!(
+            rejected(answer(&catalog(), "search", &long)),
+            "tools.$search: the query has 325 characters and 65 words; a query may have at most 1000 characters and 64 words: describe what the tool should do in a sentence"
+        );
+        let wide = serde_json::to_string(&json!({ "query": "x".repeat(1001) })).unwrap();
+        assert!(rejected(answer(&catalog(), "search", &wide))
+            .starts_with("tools.$search: the query has 1001 characters and 1 words"));
     }
 }

@@ -33,6 +33,10 @@ pub(super) struct CallScope {
     pub(super) current: Arc<RwLock<Arc<Catalog>>>,
     pub(super) caller: Arc<Caller>,
     pub(super) hooks: Option<Arc<dyn CallHooks>>,
+    /// CPU the host may spend on this program's built-in calls, and what they took so
+    /// far (nanoseconds, measured on the threads that ran them).
+    pub(super) host_cpu_limit: std::time::Duration,
+    pub(super) host_cpu_used: std::sync::atomic::AtomicU64,
 }
 
 impl CallScope {
@@ -42,14 +46,21 @@ impl CallScope {
         if let Some(t) = self.catalog.get(plugin, tool) {
             return Ok(t.clone());
         }
-        let Some(unavailable) = self.catalog.unavailable(plugin) else {
-            return Err(format!("unknown tool {plugin}.{tool}"));
+        // The worker sends the names the program wrote when it knows no tool of the
+        // plugin (an unavailable one): its `_` aliases reach the real plugin too.
+        let plugin = self.catalog.plugin_named(plugin).unwrap_or(plugin).to_string();
+        let Some(unavailable) = self.catalog.unavailable(&plugin) else {
+            return self
+                .catalog
+                .get_or_alias(&plugin, tool)
+                .cloned()
+                .ok_or_else(|| format!("unknown tool {plugin}.{tool}"));
         };
         if let Some(recover) = &unavailable.recover {
             recover.recover().await;
         }
         let current = Arc::clone(&self.current.read().unwrap_or_else(|p| p.into_inner()));
-        match (current.get(plugin, tool), current.unavailable(plugin)) {
+        match (current.get_or_alias(&plugin, tool), current.unavailable(&plugin)) {
             (Some(t), _) => Ok(t.clone()),
             (None, Some(still)) => Err(format!("plugin {plugin} is unavailable: {}", still.reason)),
             (None, None) if current.plugins().any(|(p, _)| p == plugin) => {
@@ -58,6 +69,13 @@ impl CallScope {
             (None, None) => Err(format!("plugin {plugin} is unavailable: {}", unavailable.reason)),
         }
     }
+}
+
+/// The CPU time the calling thread has used.
+fn thread_cpu() -> std::time::Duration {
+    nix::time::clock_gettime(nix::time::ClockId::CLOCK_THREAD_CPUTIME_ID)
+        .map(std::time::Duration::from)
+        .unwrap_or_default()
 }
 
 /// Runs one tool call; resolves with the answer for the worker.
@@ -70,8 +88,37 @@ pub(super) async fn serve_call(
     input: Box<RawValue>,
 ) -> (u64, ToolAnswer) {
     if plugin == super::builtin::BUILTIN_PLUGIN {
+        // Off the session's task (the host's runtime threads also serve every other
+        // program and the health endpoints), under the program's wall clock: the
+        // session stops waiting for it at the limit, and the work is bounded by the
+        // built-in's own caps.
+        use std::sync::atomic::Ordering;
+        let limit = scope.host_cpu_limit;
+        let used = std::time::Duration::from_nanos(scope.host_cpu_used.load(Ordering::Acquire));
+        if used >= limit {
+            return (
+                call_id,
+                ToolAnswer::Reject(format!(
+                    "tools.${tool}: this program's built-in calls already took {} of the host's CPU, all its {} allow ([limits] host_cpu_ms); search less often, with fewer words",
+                    crate::limits::human_duration(used),
+                    crate::limits::human_duration(limit)
+                )),
+            );
+        }
         let catalog = Arc::clone(&scope.current.read().unwrap_or_else(|p| p.into_inner()));
-        return (call_id, super::builtin::answer(&catalog, &tool, input.get()));
+        let answered = tokio::task::spawn_blocking(move || {
+            let started = thread_cpu();
+            let answer = super::builtin::answer(&catalog, &tool, input.get());
+            (answer, thread_cpu().saturating_sub(started))
+        })
+        .await;
+        return match answered {
+            Ok((answer, took)) => {
+                scope.host_cpu_used.fetch_add(u64::try_from(took.as_nanos()).unwrap_or(u64::MAX), Ordering::AcqRel);
+                (call_id, answer)
+            }
+            Err(e) => (call_id, ToolAnswer::Reject(format!("codemode's built-in call failed: {e}"))),
+        };
     }
     let found = scope.find(&plugin, &tool).await;
     let CallScope { caller, hooks, .. } = &*scope;

@@ -329,6 +329,8 @@ impl Executor {
                 current: Arc::clone(&self.catalog),
                 caller: Arc::clone(&caller),
                 hooks: hooks.clone(),
+                host_cpu_limit: limits.host_cpu,
+                host_cpu_used: std::sync::atomic::AtomicU64::new(0),
             };
             let mut session =
                 Session::new(scope, limits, self.busy_poll, cancel.child_token(), Arc::clone(&self.tool_budget));

@@ -150,6 +150,10 @@ impl Session {
             limits: self.limits.worker_limits(),
             catalog: self.calls.catalog.worker_view(),
             busy_poll_us: u64::try_from(self.busy_poll.as_micros()).unwrap_or(u64::MAX),
+            entropy: match fresh_entropy() {
+                Ok(entropy) => entropy,
+                Err(e) => return Ended::Broken(format!("cannot draw the program's randomness from the kernel: {e}")),
+            },
         };
         if let Err(e) = to_worker.queue_to_worker(&HostToWorker::Start(start)) {
             return Ended::Disconnected(format!("sending the program failed: {e}"));
@@ -196,21 +200,29 @@ impl Session {
                         self.tool_calls += 1;
                         let cost = json_cost(input.get());
                         let unread = to_worker.pending_bytes() as u64;
-                        let refusal = if calls.len() >= self.limits.tool_calls_in_flight {
+                        let refusal = if self.tool_calls > self.limits.tool_calls {
+                            Some(format!(
+                                "{}: this program already made {} tool calls, the most one program may make ([limits] tool_calls); do more in each call, or split the work into several programs",
+                                call_label(&plugin, &tool),
+                                self.limits.tool_calls
+                            ))
+                        } else if calls.len() >= self.limits.tool_calls_in_flight {
                             Some(format!("too many tool calls in flight: the limit is {}; await some before starting more", self.limits.tool_calls_in_flight))
                         } else if inputs_in_flight.saturating_add(unread).saturating_add(cost) > budget {
                             Some(format!(
-                                "tools.{plugin}.{tool}: too much tool data in flight: {} of inputs and unread answers plus this input's {} is more than the {} a program may have in flight; await some calls before starting more, or send less",
+                                "{}: too much tool data in flight: {} of inputs and unread answers plus this input's {} is more than the {} a program may have in flight; await some calls before starting more, or send less",
+                                call_label(&plugin, &tool),
                                 mib(inputs_in_flight + unread),
                                 mib(cost),
                                 mib(budget)
                             ))
-                        } else if let Err(used) = self.shared_budget.take(cost) {
+                        } else if self.shared_budget.take(cost).is_err() {
+                            // How much the other programs hold is theirs to know.
                             Some(format!(
-                                "tools.{plugin}.{tool}: the host already holds {} of tool data for all running programs, and this input's {} would pass its {}; try again when calls have finished, or send less",
-                                mib(used),
-                                mib(cost),
-                                mib(self.shared_budget.limit)
+                                "{}: the host is holding as much tool data for all running programs as it may ({}), and this input is {}; try again when calls have finished, or send less",
+                                call_label(&plugin, &tool),
+                                mib(self.shared_budget.limit),
+                                mib(cost)
                             ))
                         } else {
                             None
@@ -257,6 +269,14 @@ impl Session {
             }
         }
     }
+}
+
+/// Four words of fresh randomness from the kernel, for one program's generators.
+fn fresh_entropy() -> Result<[u32; 4], getrandom::Error> {
+    let mut bytes = [0u8; 16];
+    getrandom::fill(&mut bytes)?;
+    let word = |i: usize| u32::from_le_bytes([bytes[i], bytes[i + 1], bytes[i + 2], bytes[i + 3]]);
+    Ok([word(0), word(4), word(8), word(12)])
 }
 
 /// How many answered calls the host remembers, for a program that ends without

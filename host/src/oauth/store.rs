@@ -2,6 +2,16 @@
 //! (`$XDG_DATA_HOME/codemode/oauth/`, else `~/.local/share/codemode/oauth/`), mode 0600
 //! in a folder of mode 0700, replaced atomically on every save.
 //!
+//! The folder is checked before every use ([`private_folder`]): it must belong to this
+//! user and be no symbolic link; a folder others could write to is made private again
+//! (with a warning), since a file planted there would be taken for this user's tokens.
+//! Saves write a temporary file of a random name created exclusively (`O_EXCL`,
+//! `O_NOFOLLOW`), so a link planted in the folder is never followed; token files and
+//! the lock file are opened without following links either.
+//!
+//! A file that is not what codemode writes is reported by the field that is wrong,
+//! never by its value: the values are tokens ([`StoreError::Damaged`]).
+//!
 //! The file is keyed by the server's URL, not by the plugin's name: tokens belong to the
 //! server that accepts them, so two configurations naming one server share its login,
 //! and a plugin whose `url` changes is never handed another server's tokens (the file
@@ -18,6 +28,7 @@
 
 use std::io::Write;
 use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
+
 use std::path::{Path, PathBuf};
 
 use async_trait::async_trait;
@@ -41,13 +52,32 @@ pub enum StoreError {
         /// Why it failed.
         source: std::io::Error,
     },
-    /// The file is not what codemode writes.
-    #[error("the token file {path} is damaged ({message}); `codemode auth logout` removes it")]
+    /// The file is not JSON.
+    #[error("the token file {path} is damaged (it is not JSON: line {line}, column {column}); `codemode auth logout` removes it")]
+    NotJson {
+        /// The file.
+        path: PathBuf,
+        /// Where the text stops being JSON.
+        line: usize,
+        /// The column there.
+        column: usize,
+    },
+    /// A field of the file is not what codemode writes. Names the field, never its
+    /// value (which may be a token).
+    #[error("the token file {path} is damaged (its field `{field}` is not what codemode writes); `codemode auth logout` removes it")]
     Damaged {
         /// The file.
         path: PathBuf,
-        /// What is wrong.
-        message: String,
+        /// The field, as a path (`credentials.token_response`).
+        field: String,
+    },
+    /// The folder cannot be trusted with tokens.
+    #[error("the OAuth folder {path} {problem}; codemode keeps tokens only in a private folder of its own user")]
+    Unsafe {
+        /// The folder.
+        path: PathBuf,
+        /// What is wrong with it.
+        problem: String,
     },
 }
 
@@ -153,14 +183,21 @@ impl TokenFile {
 
     /// What is saved, or `None` when nothing is (or it was saved for another URL).
     pub fn read(&self) -> Result<Option<Saved>, StoreError> {
-        let text = match std::fs::read_to_string(&self.path) {
+        let folder = self.path.parent().unwrap_or(Path::new("."));
+        match std::fs::symlink_metadata(folder) {
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+            _ => private_folder(folder)?,
+        }
+        let opened = std::fs::OpenOptions::new().read(true).custom_flags(libc::O_NOFOLLOW).open(&self.path);
+        let text = match opened.and_then(|mut file| {
+            let mut text = String::new();
+            std::io::Read::read_to_string(&mut file, &mut text).map(|_| text)
+        }) {
             Ok(text) => text,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
             Err(source) => return Err(StoreError::Io { action: "reading", path: self.path.clone(), source }),
         };
-        let saved: Saved = serde_json::from_str(&text)
-            .map_err(|e| StoreError::Damaged { path: self.path.clone(), message: e.to_string() })?;
-        Ok((saved.server == self.server).then_some(saved))
+        Ok(parse_saved(&self.path, &text)?.filter(|saved| saved.server == self.server))
     }
 
     /// Changes what is saved (starting from nothing), atomically.
@@ -179,7 +216,8 @@ impl TokenFile {
         }
     }
 
-    /// Writes `saved` to a new file of mode 0600 beside the old one, then renames it over.
+    /// Writes `saved` to a new file of mode 0600 beside the old one (a random name,
+    /// created exclusively, never through a link), then renames it over.
     fn write(&self, saved: &Saved) -> Result<(), StoreError> {
         let folder = self.path.parent().unwrap_or(Path::new("."));
         std::fs::DirBuilder::new().recursive(true).mode(0o700).create(folder).map_err(|source| StoreError::Io {
@@ -187,12 +225,27 @@ impl TokenFile {
             path: folder.into(),
             source,
         })?;
-        let text = serde_json::to_vec_pretty(saved)
-            .map_err(|e| StoreError::Damaged { path: self.path.clone(), message: e.to_string() })?;
-        let temporary = self.path.with_extension(format!("tmp{}", std::process::id()));
+        private_folder(folder)?;
+        let text = serde_json::to_vec_pretty(saved).map_err(|e| StoreError::Io {
+            action: "writing",
+            path: self.path.clone(),
+            source: std::io::Error::other(e.to_string()),
+        })?;
+        let mut random = [0u8; 8];
+        getrandom::fill(&mut random).map_err(|e| StoreError::Io {
+            action: "naming a temporary file for",
+            path: self.path.clone(),
+            source: std::io::Error::other(e.to_string()),
+        })?;
+        let suffix: String = random.iter().map(|b| format!("{b:02x}")).collect();
+        let temporary = self.path.with_extension(format!("tmp-{suffix}"));
         let written = (|| {
-            let mut file =
-                std::fs::OpenOptions::new().write(true).create(true).truncate(true).mode(0o600).open(&temporary)?;
+            let mut file = std::fs::OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .custom_flags(libc::O_NOFOLLOW)
+                .mode(0o600)
+                .open(&temporary)?;
             file.write_all(&text)?;
             file.sync_all()?;
             std::fs::rename(&temporary, &self.path)
@@ -210,12 +263,71 @@ impl TokenFile {
         let io = |source| StoreError::Io { action: "locking", path: path.clone(), source };
         if let Some(folder) = path.parent() {
             std::fs::DirBuilder::new().recursive(true).mode(0o700).create(folder).map_err(io)?;
+            private_folder(folder)?;
         }
-        let file =
-            std::fs::OpenOptions::new().write(true).create(true).truncate(false).mode(0o600).open(&path).map_err(io)?;
+        let file = std::fs::OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .custom_flags(libc::O_NOFOLLOW)
+            .mode(0o600)
+            .open(&path)
+            .map_err(io)?;
         nix::fcntl::Flock::lock(file, nix::fcntl::FlockArg::LockExclusive)
             .map_err(|(_, errno)| io(std::io::Error::from(errno)))
     }
+}
+
+/// `text` as what a token file saves; an error names the wrong field (or where the
+/// text stops being JSON), never a value.
+fn parse_saved(path: &Path, text: &str) -> Result<Option<Saved>, StoreError> {
+    let value: serde_json::Value = serde_json::from_str(text).map_err(|e| StoreError::NotJson {
+        path: path.to_path_buf(),
+        line: e.line(),
+        column: e.column(),
+    })?;
+    serde_path_to_error::deserialize::<_, Saved>(value).map(Some).map_err(|e| StoreError::Damaged {
+        path: path.to_path_buf(),
+        field: match e.path().to_string() {
+            field if field == "." => "(the whole file)".to_string(),
+            field => field,
+        },
+    })
+}
+
+/// Checks that `folder` may hold tokens: a folder (no link) of this user; one that
+/// others could read or write is made private again, with a warning.
+pub fn private_folder(folder: &Path) -> Result<(), StoreError> {
+    use std::os::unix::fs::{MetadataExt, PermissionsExt};
+    let unsafe_because = |problem: String| StoreError::Unsafe { path: folder.to_path_buf(), problem };
+    let meta = std::fs::symlink_metadata(folder).map_err(|source| StoreError::Io {
+        action: "checking",
+        path: folder.to_path_buf(),
+        source,
+    })?;
+    if meta.file_type().is_symlink() {
+        return Err(unsafe_because("is a symbolic link".into()));
+    }
+    if !meta.is_dir() {
+        return Err(unsafe_because("is not a folder".into()));
+    }
+    let me = nix::unistd::geteuid().as_raw();
+    if meta.uid() != me {
+        return Err(unsafe_because(format!("belongs to user {}, not to this user ({me})", meta.uid())));
+    }
+    let mode = meta.permissions().mode() & 0o777;
+    if mode & 0o077 != 0 {
+        tracing::warn!(
+            "the OAuth folder {} had mode {mode:o} (others could read or plant tokens); made it 700",
+            folder.display()
+        );
+        std::fs::set_permissions(folder, std::fs::Permissions::from_mode(0o700)).map_err(|source| StoreError::Io {
+            action: "making private",
+            path: folder.to_path_buf(),
+            source,
+        })?;
+    }
+    Ok(())
 }
 
 #[async_trait]
@@ -294,6 +406,67 @@ mod tests {
         assert!(other.read().unwrap().is_none());
         assert!(file.remove().unwrap());
         assert!(!file.remove().unwrap());
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn a_damaged_file_names_the_field_never_the_tokens() {
+        let dir = temp_folder("damaged");
+        let file = TokenFile::in_folder(&dir, "https://one.example/mcp");
+        file.update(|_| {}).unwrap();
+        for (damaged, field) in [
+            (
+                r#"{"server":"https://one.example/mcp","credentials":{"client_id":"c","token_response":"SECRET-AT SECRET-RT"}}"#,
+                "credentials.token_response",
+            ),
+            (r#"{"server":"https://one.example/mcp","credentials":"SECRET-AT"}"#, "credentials"),
+            (r#"{"server":"https://one.example/mcp","client_secret":["SECRET-CS"]}"#, "client_secret"),
+        ] {
+            std::fs::write(file.path(), damaged).unwrap();
+            let error = file.read().unwrap_err().to_string();
+            assert!(!error.contains("SECRET"), "{error}");
+            assert_eq!(
+                error,
+                format!("the token file {} is damaged (its field `{field}` is not what codemode writes); `codemode auth logout` removes it", file.path().display())
+            );
+        }
+        std::fs::write(file.path(), "{\"server\": \"SECRET").unwrap();
+        let error = file.read().unwrap_err().to_string();
+        assert!(!error.contains("SECRET") && error.contains("it is not JSON: line 1, column"), "{error}");
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn the_folder_is_made_private_and_links_are_never_followed() {
+        let dir = temp_folder("folder");
+        let file = TokenFile::in_folder(&dir, "https://one.example/mcp");
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o777)).unwrap();
+        file.update(|s| s.wanted_scopes = vec!["a".into()]).unwrap();
+        assert_eq!(std::fs::metadata(&dir).unwrap().permissions().mode() & 0o777, 0o700);
+        // A link planted as the token file is neither read nor written through.
+        let target = std::env::temp_dir().join(format!("codemode-store-target-{}", std::process::id()));
+        std::fs::write(&target, "someone else's file").unwrap();
+        std::fs::remove_file(file.path()).unwrap();
+        std::os::unix::fs::symlink(&target, file.path()).unwrap();
+        assert!(matches!(file.read(), Err(StoreError::Io { action: "reading", .. })));
+        assert!(file.update(|s| s.wanted_scopes = vec!["b".into()]).is_err());
+        assert_eq!(std::fs::read_to_string(&target).unwrap(), "someone else's file");
+        // Nor is the lock file's.
+        let lock = file.path().with_extension("lock");
+        let _ = std::fs::remove_file(&lock);
+        std::os::unix::fs::symlink(&target, &lock).unwrap();
+        assert!(file.lock().is_err());
+        assert_eq!(std::fs::read_to_string(&target).unwrap(), "someone else's file");
+        std::fs::remove_file(&lock).unwrap();
+        std::fs::remove_file(file.path()).unwrap();
+        // A folder that is a link is refused.
+        let linked = temp_folder("linked");
+        std::os::unix::fs::symlink(&dir, &linked).unwrap();
+        let through = TokenFile::in_folder(&linked, "https://one.example/mcp");
+        assert!(through.read().unwrap_err().to_string().contains("is a symbolic link"));
+        let _ = std::fs::remove_file(&target);
+        let _ = std::fs::remove_file(&linked);
         let _ = std::fs::remove_dir_all(&dir);
     }
 

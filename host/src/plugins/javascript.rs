@@ -12,6 +12,11 @@
 //! declare (its manifest, or a seed-003 script's `egress`), or for layouts that declare
 //! none, its configuration entry's `net_hosts`.
 //!
+//! The host never parses a plugin's files itself: [`read_layout`] has
+//! `sandbox-worker detect` do it in a process of its own, with bounded memory and CPU,
+//! so a module built to overflow a parser's stack makes that plugin unavailable (with
+//! the reason) instead of taking the host and every other plugin down.
+//!
 //! [`ProcessPlugin`]: super::process::ProcessPlugin
 
 use std::collections::BTreeMap;
@@ -19,13 +24,78 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-use plugin_format::{Format, FormatError, Layout};
+use plugin_format::{Format, Layout};
 use protocol::worker::WorkerCommand;
 
 use super::net::{AllowlistSource, NetAccess};
 use super::process::ProcessConfig;
 use super::settings::SettingValue;
 use crate::launcher::SandboxPolicy;
+
+/// How long reading a plugin's files may take before the reader is killed.
+const READ_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// The layout of the plugin at `path` (a folder or one module file), in `forced` format
+/// or the one its files show, read by `worker detect` in a process of its own (see the
+/// module docs). `Err` is the reason the plugin is unavailable, as its caller shows it.
+pub fn read_layout(worker: &Path, path: &Path, forced: Option<Format>) -> Result<Layout, String> {
+    let command = WorkerCommand::Detect { dir: path.to_path_buf(), format: forced.map(|f| f.as_str().to_string()) };
+    let child = std::process::Command::new(worker)
+        .args(command.to_args())
+        .env_clear()
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .map_err(|e| format!("its files cannot be read: the plugin reader {} cannot start: {e}", worker.display()))?;
+    let pid = child.id();
+    let (done, waited) = std::sync::mpsc::channel();
+    std::thread::spawn(move || drop(done.send(child.wait_with_output())));
+    let output = match waited.recv_timeout(READ_TIMEOUT) {
+        Ok(output) => output,
+        Err(_) => {
+            // SAFETY: kill(2) on the reader's pid, which its waiting thread has not
+            // reaped yet (it is still running); no memory is involved.
+            unsafe { libc::kill(pid as libc::pid_t, libc::SIGKILL) };
+            drop(waited.recv());
+            return Err(format!("its files cannot be read: reading them took more than {} s", READ_TIMEOUT.as_secs()));
+        }
+    };
+    let output = output.map_err(|e| format!("its files cannot be read: waiting for the plugin reader failed: {e}"))?;
+    if output.status.success() {
+        return match serde_json::from_slice::<Result<Layout, String>>(&output.stdout) {
+            Ok(read) => read,
+            Err(e) => Err(format!("its files cannot be read: the plugin reader's answer is not a layout: {e}")),
+        };
+    }
+    Err(format!(
+        "its files cannot be read: {}",
+        reader_failure(&output.status, &String::from_utf8_lossy(&output.stderr))
+    ))
+}
+
+/// Why the plugin reader ended without a layout, from its exit status and stderr.
+fn reader_failure(status: &std::process::ExitStatus, stderr: &str) -> String {
+    use std::os::unix::process::ExitStatusExt;
+    let last = stderr.lines().rev().find(|l| !l.trim().is_empty()).unwrap_or_default().trim();
+    if stderr.contains("has overflowed its stack") {
+        return "one of its modules nests more deeply than codemode's parser can follow (the reader ran out of stack); simplify the module or split it".into();
+    }
+    if stderr.contains("memory allocation of") {
+        return format!(
+            "its modules take more memory to read than the reader may use ({} MiB); make them smaller",
+            protocol::worker::DETECT_MEMORY_MIB
+        );
+    }
+    match status.signal() {
+        Some(libc::SIGXCPU) | Some(libc::SIGKILL) => "reading its files took too long".into(),
+        Some(signal) => format!(
+            "the plugin reader was killed by signal {signal}{}",
+            if last.is_empty() { String::new() } else { format!(" ({last})") }
+        ),
+        None => format!("the plugin reader failed (exit {}): {last}", status.code().unwrap_or(-1)),
+    }
+}
 
 /// The default heap limit of a plugin runtime.
 pub const DEFAULT_MEMORY_MIB: u64 = 128;
@@ -56,13 +126,14 @@ pub struct JavascriptPlugin {
 }
 
 impl JavascriptPlugin {
-    /// The plugin at `path` (in `format`, or the one its files show), with default
-    /// limits, no settings and no configured hosts.
-    pub fn new(name: &str, path: &Path, format: Option<Format>) -> Result<Self, FormatError> {
+    /// The plugin at `path` (in `format`, or the one its files show, read by the
+    /// default worker binary: [`read_layout`]), with default limits, no settings and no
+    /// configured hosts; `Err` says why its files cannot be used.
+    pub fn new(name: &str, path: &Path, format: Option<Format>) -> Result<Self, String> {
         Ok(Self {
             name: name.to_string(),
             path: path.to_path_buf(),
-            layout: plugin_format::detect(path, format)?,
+            layout: read_layout(&crate::executor::default_worker_path(), path, format)?,
             memory_mib: DEFAULT_MEMORY_MIB,
             cpu_step_ms: DEFAULT_CPU_STEP_MS,
             call_timeout: DEFAULT_CALL_TIMEOUT,

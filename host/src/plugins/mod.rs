@@ -27,7 +27,7 @@ use serde_json::Value;
 use crate::executor::Executor;
 use crate::tool::{CallContext, Catalog, Recover, Tool, ToolDefinition, ToolHandler, ToolResult};
 use mcp::McpPlugin;
-use process::{PluginError, ProcessPlugin};
+use process::ProcessPlugin;
 
 /// A tool served by an MCP server.
 struct McpTool {
@@ -60,6 +60,22 @@ impl ToolHandler for ProcessTool {
 /// A tool a plugin listed, with what serves its calls.
 type Listed = (Arc<dyn ToolHandler>, ToolDefinition);
 
+/// A plugin's changes are re-listed at most once per this interval, however often it
+/// announces them; the first change after a quiet interval waits [`CHANGE_DEBOUNCE`]
+/// for the rest of its burst.
+pub const CHANGE_INTERVAL: Duration = Duration::from_secs(1);
+/// See [`CHANGE_INTERVAL`].
+const CHANGE_DEBOUNCE: Duration = Duration::from_millis(50);
+
+/// One plugin's last listing: its tools (checked and compiled, with the configuration's
+/// approvals and scopes applied) and what to say about it, or why it is unavailable.
+#[derive(Clone, Default)]
+struct Listing {
+    tools: Vec<Tool>,
+    problems: Vec<LoadProblem>,
+    unavailable: Option<String>,
+}
+
 /// The first pause of the background retries of unavailable plugins; it doubles up to
 /// [`MAX_BACKGROUND_RETRY`] while some stay unavailable.
 const FIRST_BACKGROUND_RETRY: Duration = Duration::from_secs(1);
@@ -82,6 +98,11 @@ pub struct PluginHost {
     rebuilding: tokio::sync::Mutex<()>,
     /// Wakes the background retries (a call found a plugin unavailable).
     retry_now: Arc<tokio::sync::Notify>,
+    /// Plugins whose files could not be used when the configuration was read, with
+    /// why: unavailable until the configuration is read again.
+    unreadable: Vec<(String, String)>,
+    /// Every plugin's last listing, by name: a change re-lists only its plugin.
+    listings: Mutex<std::collections::BTreeMap<String, Listing>>,
 }
 
 /// Something to say about a plugin as it loads.
@@ -136,7 +157,7 @@ impl Recover for RecoverPlugin {
             let Some(host) = host.upgrade() else { return };
             host.retry_now.notify_one();
             if host.retry_in(&plugin).is_zero() {
-                host.refresh().await;
+                host.refresh(std::slice::from_ref(&plugin)).await;
             }
         })
     }
@@ -155,7 +176,16 @@ impl PluginHost {
             executor: Mutex::new(Weak::new()),
             rebuilding: tokio::sync::Mutex::new(()),
             retry_now: Arc::new(tokio::sync::Notify::new()),
+            unreadable: Vec::new(),
+            listings: Mutex::new(std::collections::BTreeMap::new()),
         }
+    }
+
+    /// Plugins whose files could not be used (each with why): listed as unavailable,
+    /// never started.
+    pub fn with_unreadable(mut self, unreadable: Vec<(String, String)>) -> Self {
+        self.unreadable = unreadable;
+        self
     }
 
     /// Marks tools as needing a person's approval for every call, by plugin (`"*"`:
@@ -196,103 +226,168 @@ impl PluginHost {
     /// its stderr) and a way to try it again; a plugin still backing off after a
     /// failure is not started now.
     pub async fn catalog(self: &Arc<Self>) -> (Catalog, Vec<LoadProblem>) {
-        let explain = |e: &PluginError, tail: &process::StderrTail| tail.explain(e);
-        let process = futures::future::join_all(self.process.iter().map(|p| async move {
-            let listed = p.list_tools(false).await.map(|defs| {
-                defs.into_iter()
-                    .map(|d| {
-                        (
-                            Arc::new(ProcessTool { plugin: Arc::clone(p), tool: d.name.clone() })
-                                as Arc<dyn ToolHandler>,
-                            d,
-                        )
+        let names: Vec<String> = self.plugin_names().collect();
+        let listed = futures::future::join_all(names.iter().map(|name| self.list_plugin(name))).await;
+        let mut listings = self.listings.lock().unwrap_or_else(|p| p.into_inner());
+        for (name, listing) in names.into_iter().zip(listed) {
+            listings.insert(name, listing);
+        }
+        self.assemble(&listings)
+    }
+
+    /// Every configured plugin's name (process, JavaScript and MCP).
+    fn plugin_names(&self) -> impl Iterator<Item = String> + '_ {
+        self.process.iter().map(|p| p.name().to_string()).chain(self.mcp.iter().map(|p| p.name().to_string()))
+    }
+
+    /// Asks one plugin for its tools: what it offers now, checked and compiled, with
+    /// the configuration's approvals and scopes applied, or why it is unavailable.
+    async fn list_plugin(self: &Arc<Self>, plugin: &str) -> Listing {
+        let listed: Result<(Vec<Listed>, Vec<String>), String> =
+            if let Some(p) = self.process.iter().find(|p| p.name() == plugin) {
+                p.list_tools(false)
+                    .await
+                    .map(|defs| {
+                        let tools = defs
+                            .into_iter()
+                            .map(|d| {
+                                let tool = ProcessTool { plugin: Arc::clone(p), tool: d.name.clone() };
+                                (Arc::new(tool) as Arc<dyn ToolHandler>, d)
+                            })
+                            .collect();
+                        (tools, p.notes())
                     })
-                    .collect()
-            });
-            let listed = listed.map(|tools| (tools, p.notes()));
-            (p.name().to_string(), listed.map_err(|e| explain(&e, p.stderr_tail())))
-        }));
-        let mcp = futures::future::join_all(self.mcp.iter().map(|p| async move {
-            let listed = p.list_tools(false).await.map(|defs| {
-                defs.into_iter()
-                    .map(|d| {
-                        (Arc::new(McpTool { plugin: Arc::clone(p), tool: d.name.clone() }) as Arc<dyn ToolHandler>, d)
+                    .map_err(|e| p.stderr_tail().explain(&e))
+            } else if let Some(p) = self.mcp.iter().find(|p| p.name() == plugin) {
+                p.list_tools(false)
+                    .await
+                    .map(|defs| {
+                        let tools = defs
+                            .into_iter()
+                            .map(|d| {
+                                let tool = McpTool { plugin: Arc::clone(p), tool: d.name.clone() };
+                                (Arc::new(tool) as Arc<dyn ToolHandler>, d)
+                            })
+                            .collect();
+                        (tools, Vec::new())
                     })
-                    .collect()
-            });
-            (p.name().to_string(), listed.map(|tools| (tools, Vec::new())).map_err(|e| explain(&e, p.stderr_tail())))
+                    .map_err(|e| p.stderr_tail().explain(&e))
+            } else {
+                Err(format!("no plugin is configured as {plugin}"))
+            };
+        let mut problems = Vec::new();
+        let (tools, notes) = match listed {
+            Ok(listed) => listed,
+            Err(reason) => {
+                tracing::warn!("plugin {plugin}: {reason}");
+                problems.push(LoadProblem {
+                    plugin: plugin.to_string(),
+                    reason: reason.clone(),
+                    severity: Severity::Unavailable,
+                });
+                return Listing { tools: Vec::new(), problems, unavailable: Some(reason) };
+            }
+        };
+        problems.extend(notes.into_iter().map(|reason| LoadProblem {
+            plugin: plugin.to_string(),
+            reason,
+            severity: Severity::Note,
         }));
-        let (process, mcp) = futures::join!(process, mcp);
+        let approve = self.approvals.get(plugin);
+        // A mistyped name would leave a tool running without approval: say so.
+        for name in approve.into_iter().flatten().filter(|n| *n != "*" && !tools.iter().any(|(_, d)| d.name == **n)) {
+            let have: Vec<&str> = tools.iter().map(|(_, d)| d.name.as_str()).collect();
+            problems.push(LoadProblem {
+                plugin: plugin.to_string(),
+                reason: format!(
+                    "require_approval names {name}, which this plugin does not have (its tools: {})",
+                    have.join(", ")
+                ),
+                severity: Severity::Problem,
+            });
+        }
+        let mut checked = Vec::new();
+        for (handler, mut definition) in tools {
+            if let Some(scope) = definition.scope.as_ref().filter(|s| !self.scopes.contains(s)) {
+                problems.push(LoadProblem {
+                    plugin: plugin.to_string(),
+                    reason: format!(
+                        "tool {} is offered only in the scope {scope:?}, which this configuration does not serve; add scopes = [{scope:?}] to offer it",
+                        definition.name
+                    ),
+                    severity: Severity::Note,
+                });
+                continue;
+            }
+            if approve.is_some_and(|names| names.iter().any(|n| n == "*" || *n == definition.name)) {
+                definition.requires_approval = crate::tool::Approval::Always;
+            }
+            match Catalog::checked(plugin, Tool::new(definition, handler)) {
+                Ok(tool) => checked.push(tool),
+                Err(e) => problems.push(LoadProblem {
+                    plugin: plugin.to_string(),
+                    reason: e.to_string(),
+                    severity: Severity::Problem,
+                }),
+            }
+        }
+        for p in problems.iter().filter(|p| p.severity == Severity::Problem) {
+            tracing::warn!("plugin {}: {}", p.plugin, p.reason);
+        }
+        Listing { tools: checked, problems, unavailable: None }
+    }
+
+    /// The catalog made of the base tools and every plugin's last listing, and what to
+    /// say about it. Nothing is asked of any plugin: the tools are already checked.
+    fn assemble(
+        self: &Arc<Self>,
+        listings: &std::collections::BTreeMap<String, Listing>,
+    ) -> (Catalog, Vec<LoadProblem>) {
         let mut catalog = self.base.clone();
         let mut problems = Vec::new();
-        for (plugin, listed) in process.into_iter().chain(mcp) {
-            let listed: Result<(Vec<Listed>, Vec<String>), String> = listed;
-            match listed {
-                Err(reason) => {
-                    let recover = Arc::new(RecoverPlugin { host: Arc::downgrade(self), plugin: plugin.clone() });
-                    catalog.mark_unavailable(&plugin, reason.clone(), Some(recover as Arc<dyn Recover>));
-                    problems.push(LoadProblem { plugin, reason, severity: Severity::Unavailable });
-                }
-                Ok((tools, notes)) => {
-                    problems.extend(notes.into_iter().map(|reason| LoadProblem {
+        for (plugin, reason) in &self.unreadable {
+            catalog.mark_unavailable(plugin, reason.clone(), None);
+            problems.push(LoadProblem {
+                plugin: plugin.clone(),
+                reason: reason.clone(),
+                severity: Severity::Unavailable,
+            });
+        }
+        for (plugin, listing) in listings {
+            problems.extend(listing.problems.iter().cloned());
+            if let Some(reason) = &listing.unavailable {
+                let recover = Arc::new(RecoverPlugin { host: Arc::downgrade(self), plugin: plugin.clone() });
+                catalog.mark_unavailable(plugin, reason.clone(), Some(recover as Arc<dyn Recover>));
+                continue;
+            }
+            for tool in &listing.tools {
+                if let Err(e) = catalog.add(plugin, tool.clone()) {
+                    problems.push(LoadProblem {
                         plugin: plugin.clone(),
-                        reason,
-                        severity: Severity::Note,
-                    }));
-                    let approve = self.approvals.get(&plugin);
-                    // A mistyped name would leave a tool running without approval: say so.
-                    for name in
-                        approve.into_iter().flatten().filter(|n| *n != "*" && !tools.iter().any(|(_, d)| d.name == **n))
-                    {
-                        let have: Vec<&str> = tools.iter().map(|(_, d)| d.name.as_str()).collect();
-                        problems.push(LoadProblem {
-                            plugin: plugin.clone(),
-                            reason: format!(
-                                "require_approval names {name}, which this plugin does not have (its tools: {})",
-                                have.join(", ")
-                            ),
-                            severity: Severity::Problem,
-                        });
-                    }
-                    for (handler, mut definition) in tools {
-                        if let Some(scope) = definition.scope.as_ref().filter(|s| !self.scopes.contains(s)) {
-                            problems.push(LoadProblem {
-                                plugin: plugin.clone(),
-                                reason: format!(
-                                    "tool {} is offered only in the scope {scope:?}, which this configuration does not serve; add scopes = [{scope:?}] to offer it",
-                                    definition.name
-                                ),
-                                severity: Severity::Note,
-                            });
-                            continue;
-                        }
-                        if approve.is_some_and(|names| names.iter().any(|n| n == "*" || *n == definition.name)) {
-                            definition.requires_approval = crate::tool::Approval::Always;
-                        }
-                        if let Err(e) = catalog.add(&plugin, Tool::new(definition, handler)) {
-                            problems.push(LoadProblem {
-                                plugin: plugin.clone(),
-                                reason: e.to_string(),
-                                severity: Severity::Problem,
-                            });
-                        }
-                    }
+                        reason: e.to_string(),
+                        severity: Severity::Problem,
+                    });
                 }
             }
         }
         for (plugin, summary) in &self.summaries {
             catalog.set_summary(plugin, summary);
         }
-        for p in problems.iter().filter(|p| p.severity != Severity::Note) {
-            tracing::warn!("plugin {}: {}", p.plugin, p.reason);
-        }
         (catalog, problems)
     }
 
-    /// Rebuilds the catalog and hands it to the executor (when there is one).
-    async fn refresh(self: &Arc<Self>) {
+    /// Asks only `plugins` for their tools again, rebuilds the catalog from every
+    /// plugin's last listing, and hands it to the executor (when there is one).
+    async fn refresh(self: &Arc<Self>, plugins: &[String]) {
         let _one = self.rebuilding.lock().await;
-        let (catalog, _) = self.catalog().await;
+        let listed = futures::future::join_all(plugins.iter().map(|name| self.list_plugin(name))).await;
+        let catalog = {
+            let mut listings = self.listings.lock().unwrap_or_else(|p| p.into_inner());
+            for (name, listing) in plugins.iter().zip(listed) {
+                listings.insert(name.clone(), listing);
+            }
+            self.assemble(&listings).0
+        };
         let executor = self.executor.lock().map(|e| e.upgrade()).unwrap_or_default();
         if let Some(executor) = executor {
             executor.set_catalog(catalog);
@@ -307,14 +402,25 @@ impl PluginHost {
         if let Ok(mut slot) = self.executor.lock() {
             *slot = Arc::downgrade(&executor);
         }
-        let watches = self.process.iter().map(|p| p.watch_changes()).chain(self.mcp.iter().map(|p| p.watch_changes()));
-        for mut changes in watches {
+        let watches = self
+            .process
+            .iter()
+            .map(|p| (p.name().to_string(), p.watch_changes()))
+            .chain(self.mcp.iter().map(|p| (p.name().to_string(), p.watch_changes())));
+        for (plugin, mut changes) in watches {
             // Weak: this task must not keep the plugins alive.
             let host = Arc::downgrade(self);
             tokio::spawn(async move {
+                let mut last: Option<tokio::time::Instant> = None;
                 while changes.changed().await.is_ok() {
+                    // Coalesced: every change announced while this waits is one re-list
+                    // of this plugin alone, at most once per CHANGE_INTERVAL.
+                    let since = last.map_or(CHANGE_INTERVAL, |l| l.elapsed());
+                    tokio::time::sleep(CHANGE_DEBOUNCE.max(CHANGE_INTERVAL.saturating_sub(since))).await;
+                    changes.borrow_and_update();
                     let Some(host) = host.upgrade() else { return };
-                    host.refresh().await;
+                    host.refresh(std::slice::from_ref(&plugin)).await;
+                    last = Some(tokio::time::Instant::now());
                 }
             });
         }
@@ -331,7 +437,13 @@ impl PluginHost {
                 if unavailable.is_empty() {
                     pause = FIRST_BACKGROUND_RETRY;
                 } else if unavailable.iter().any(|p| strong.retry_in(p).is_zero()) {
-                    strong.refresh().await;
+                    // Only the unavailable plugins are asked again (the rest keep their
+                    // last listing).
+                    let due: Vec<String> = unavailable
+                        .into_iter()
+                        .filter(|p| strong.retry_in(p).is_zero() && strong.plugin_names().any(|n| n == *p))
+                        .collect();
+                    strong.refresh(&due).await;
                     pause = (pause * 2).min(MAX_BACKGROUND_RETRY);
                 }
                 // Never hold the host while waiting: dropping it must end its plugins.

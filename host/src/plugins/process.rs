@@ -723,9 +723,19 @@ impl PluginRequests {
     }
 }
 
+/// The capabilities that let a process read another's memory and environment despite
+/// it not being dumpable (measured: each of them alone does), by their numbers in
+/// linux/capability.h, which libc does not name: `CAP_SYS_PTRACE`, `CAP_SYS_ADMIN`,
+/// `CAP_PERFMON`.
+const MEMORY_READING_CAPABILITIES: [libc::c_ulong; 3] = [19, 21, 38];
+
 /// The command that starts a plugin process: `args` as written, run in `cwd`, with an
-/// environment of only `PATH` and `env`, and killed when the host dies (the host's
-/// thread that started it, which lives as long as the host's runtime).
+/// environment of only `PATH` and `env`, killed when the host dies (the host's thread
+/// that started it, which lives as long as the host's runtime), and without the
+/// capabilities that read other processes' memory ([`MEMORY_READING_CAPABILITIES`]),
+/// even when the host runs as root: with the host not dumpable
+/// (`main`), a plugin of the host's user cannot read the host's memory or environment
+/// (`/proc/<host>/environ`, `/proc/<host>/mem`), where every other plugin's secrets are.
 pub(crate) fn plugin_command(
     program: &std::path::Path,
     args: &[String],
@@ -741,11 +751,25 @@ pub(crate) fn plugin_command(
     if let Some(cwd) = cwd {
         command.current_dir(cwd);
     }
-    // SAFETY: runs in the child between fork and exec; prctl(PR_SET_PDEATHSIG) is
-    // async-signal-safe and touches no memory of ours.
+    // SAFETY: runs in the child between fork and exec; prctl(2) is async-signal-safe
+    // and these calls touch no memory of ours.
     unsafe {
         command.pre_exec(|| {
             if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong, 0, 0, 0) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            // Out of the bounding set, a capability cannot come back at exec, even for
+            // root. Without CAP_SETPCAP (a host that is not root) the drop is refused,
+            // and the plugin has no capabilities to begin with.
+            for capability in MEMORY_READING_CAPABILITIES {
+                if libc::prctl(libc::PR_CAPBSET_DROP, capability, 0, 0, 0) != 0 {
+                    let error = std::io::Error::last_os_error();
+                    if error.raw_os_error() != Some(libc::EPERM) {
+                        return Err(error);
+                    }
+                }
+            }
+            if libc::prctl(libc::PR_CAP_AMBIENT, libc::PR_CAP_AMBIENT_CLEAR_ALL as libc::c_ulong, 0, 0, 0) != 0 {
                 return Err(std::io::Error::last_os_error());
             }
             Ok(())

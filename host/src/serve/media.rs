@@ -7,10 +7,15 @@
 //! holds them, or as the program builds one to mark a value as content) is taken out
 //! and attached as content of its own; a placeholder naming it takes its place in the
 //! JSON (`"[image 1: image/png, 12.0 KiB, attached]"`). Attachments count against the
-//! output cap by their encoded size: the text keeps at most half of the cap when there
-//! are attachments, and an attachment that does not fit in the rest is never cut (a
-//! cut base64 string is no image): its placeholder says its size and that it was
-//! left out. A returned content list of text and media items comes back item by item.
+//! output cap by their encoded size plus [`ITEM_OVERHEAD`] bytes each (an empty image is
+//! not free: the agent still receives its content block): the text keeps at most half
+//! of the cap when there are attachments, and an attachment that does not fit in the
+//! rest is never cut (a cut base64 string is no image): its placeholder says its size
+//! and that it was left out. A returned content list of text and media items comes back
+//! item by item, its text items sharing what the attachments leave of the cap.
+//!
+//! Every step is linear in the size of the value (which the worker already capped at
+//! the program's result limit).
 
 use serde_json::Value;
 
@@ -53,6 +58,18 @@ pub struct Split {
 /// Marker left where a media item was, until its placeholder is known.
 const MARKER: &str = "\u{0}codemode-media:";
 
+/// What one attached item costs of the output cap besides its data and MIME type: the
+/// content block around it, as the agent receives it.
+pub const ITEM_OVERHEAD: usize = 64;
+
+/// Left-out items whose placeholder says why in full; later ones get a short one.
+const EXPLAINED_LEFT_OUT: usize = 8;
+
+/// What `media` costs of the output cap.
+fn cost(media: &Media) -> usize {
+    media.data.len() + media.mime_type.len() + ITEM_OVERHEAD
+}
+
 /// Splits `value` for an output cap of `cap` bytes; `None` when it holds no media
 /// (then nothing is copied).
 pub fn split(value: &Value, cap: usize) -> Option<Split> {
@@ -71,30 +88,55 @@ pub fn split(value: &Value, cap: usize) -> Option<Split> {
     let mut placeholders = Vec::with_capacity(found.len());
     let mut attached = Vec::new();
     let mut left_out = Vec::new();
+    let mut left_out_count = 0usize;
     for (i, media) in found.into_iter().enumerate() {
         let kind = match media.kind {
             MediaKind::Image => "image",
             MediaKind::Audio => "audio",
         };
         let size = size_text(media.data.len());
-        if used + media.data.len() <= media_budget {
-            used += media.data.len();
+        if used + cost(&media) <= media_budget {
+            used += cost(&media);
             placeholders.push(format!("[{kind} {}: {}, {size}, attached]", i + 1, media.mime_type));
             attached.push(media);
         } else {
-            let placeholder = format!(
-                "[{kind} {}: {}, {size}: left out, more than the {} output cap allows; return fewer or smaller ones]",
-                i + 1,
-                media.mime_type,
-                human_bytes(cap as u64)
-            );
-            left_out.push(placeholder.clone());
+            left_out_count += 1;
+            let placeholder = if left_out_count <= EXPLAINED_LEFT_OUT {
+                format!(
+                    "[{kind} {}: {}, {size}: left out, more than the {} output cap allows; return fewer or smaller ones]",
+                    i + 1,
+                    cut_mime(&media.mime_type),
+                    human_bytes(cap as u64)
+                )
+            } else {
+                format!("[{kind} {}: left out]", i + 1)
+            };
+            if left_out_count <= EXPLAINED_LEFT_OUT {
+                left_out.push(placeholder.clone());
+            }
             placeholders.push(placeholder);
         }
     }
+    if left_out_count > EXPLAINED_LEFT_OUT {
+        left_out.push(format!(
+            "[{} more media items left out: the {} output cap has no room for them]",
+            left_out_count - EXPLAINED_LEFT_OUT,
+            human_bytes(cap as u64)
+        ));
+    }
+    // Which top-level items are media is known from the markers, before they are placed.
+    let content_texts = content_list_texts(&value);
     place(&mut value, &placeholders);
-    let content_texts = content_list_texts(&value, &placeholders);
     Some(Split { value, attached, content_texts, left_out })
+}
+
+/// A MIME type as a placeholder shows it: at most 100 characters.
+fn cut_mime(mime: &str) -> String {
+    if mime.chars().count() <= 100 {
+        mime.to_string()
+    } else {
+        format!("{}…", mime.chars().take(100).collect::<String>())
+    }
 }
 
 /// `n` bytes, as a person reads it: `12 bytes`, `2.9 KiB`, `1.4 MiB`.
@@ -106,9 +148,9 @@ fn size_text(n: usize) -> String {
     }
 }
 
-/// Bytes the attachments take of the cap.
+/// Bytes the attachments take of the cap (data, MIME type and [`ITEM_OVERHEAD`] each).
 pub fn attached_bytes(split: &Split) -> usize {
-    split.attached.iter().map(|m| m.data.len()).sum()
+    split.attached.iter().map(cost).sum()
 }
 
 /// True when `value` holds a media item (looked for as deep as [`take`] looks).
@@ -169,14 +211,14 @@ fn place(value: &mut Value, placeholders: &[String]) {
     }
 }
 
-/// When `value` is a content list (every item text or a placed media item), its text
+/// When `value` is a content list (every item text or a media item's marker), its text
 /// items' texts, in order.
-fn content_list_texts(value: &Value, placeholders: &[String]) -> Option<Vec<String>> {
+fn content_list_texts(value: &Value) -> Option<Vec<String>> {
     let items = value.as_array()?;
     let mut texts = Vec::new();
     for item in items {
         match item {
-            Value::String(s) if placeholders.contains(s) => {}
+            Value::String(s) if s.starts_with(MARKER) => {}
             Value::Object(map)
                 if map.get("type").and_then(Value::as_str) == Some("text")
                     && map.get("text").is_some_and(Value::is_string) =>
@@ -200,6 +242,7 @@ mod tests {
         let value = json!({ "shot": { "type": "image", "data": "iVBORw0KGgo=", "mimeType": "image/png" }, "title": "Home", "n": 1 });
         let split = split(&value, 64 * 1024).unwrap();
         assert_eq!(split.value, json!({ "shot": "[image 1: image/png, 12 bytes, attached]", "title": "Home", "n": 1 }));
+        assert_eq!(attached_bytes(&split), 12 + 9 + ITEM_OVERHEAD);
         assert_eq!(
             split.attached,
             vec![Media { kind: MediaKind::Image, mime_type: "image/png".into(), data: "iVBORw0KGgo=".into() }]
@@ -230,6 +273,24 @@ mod tests {
         );
         assert_eq!(split.value[1], "[image 2: image/gif, 4 bytes, attached]");
         assert_eq!(split.left_out, [split.value[0].as_str().unwrap()]);
-        assert_eq!(attached_bytes(&split), 4);
+        assert_eq!(attached_bytes(&split), 4 + 9 + ITEM_OVERHEAD);
+    }
+
+    #[test]
+    fn empty_items_are_not_free_and_many_are_summed_up() {
+        let value = Value::Array(vec![json!({ "type": "image", "data": "", "mimeType": "a" }); 60_000]);
+        let split = split(&value, 64 * 1024).unwrap();
+        // Half the cap at most goes to the placeholders' text; the rest holds items of
+        // ITEM_OVERHEAD + 1 bytes each.
+        assert!(split.attached.len() <= 64 * 1024 / (ITEM_OVERHEAD + 1), "{}", split.attached.len());
+        assert!(attached_bytes(&split) <= 64 * 1024);
+        assert_eq!(split.content_texts, Some(vec![]));
+        assert_eq!(split.left_out.len(), EXPLAINED_LEFT_OUT + 1);
+        let more = 60_000 - split.attached.len() - EXPLAINED_LEFT_OUT;
+        assert_eq!(
+            split.left_out.last().unwrap(),
+            &format!("[{more} more media items left out: the 64 KiB output cap has no room for them]")
+        );
+        assert_eq!(split.value[59_999], "[image 60000: left out]");
     }
 }

@@ -11,7 +11,8 @@
 //!   chose;
 //! - [`http`]: the streamable HTTP listener with its bearer-token check (stateful, or
 //!   stateless for replicas behind a load balancer);
-//! - [`ops`]: the operations listener (`/healthz`, `/readyz`, `/metrics`).
+//! - [`ops`]: the operations listener (`/healthz`, `/readyz`, `/metrics`);
+//! - [`slots`]: program slots shared fairly between sessions.
 
 pub mod cut;
 pub mod description;
@@ -20,6 +21,7 @@ pub mod logs;
 pub mod media;
 pub mod ops;
 pub mod server;
+pub mod slots;
 
 pub use server::CodemodeServer;
 

@@ -162,6 +162,23 @@ fn resident_bytes(pid: i32) -> Option<u64> {
     kib.parse::<u64>().ok().map(|k| k * 1024)
 }
 
+/// Serves `ops` on `listener` from a thread of its own, with a runtime of its own, for
+/// as long as the process runs: whatever keeps the server's runtime busy (programs'
+/// host-side work, a large tool list being written) never delays a probe.
+pub fn serve_on_own_thread(listener: std::net::TcpListener, ops: Arc<Ops>) -> std::io::Result<()> {
+    listener.set_nonblocking(true)?;
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
+    std::thread::Builder::new().name("codemode-ops".into()).spawn(move || {
+        runtime.block_on(async move {
+            match tokio::net::TcpListener::from_std(listener) {
+                Ok(listener) => serve(listener, ops).await,
+                Err(e) => tracing::error!("the operations listener cannot serve: {e}"),
+            }
+        })
+    })?;
+    Ok(())
+}
+
 /// Serves `ops` on `listener` until the task is dropped.
 pub async fn serve(listener: tokio::net::TcpListener, ops: Arc<Ops>) {
     // Histograms need their upkeep now and then even when nobody scrapes.

@@ -3,7 +3,7 @@
 //! - **Code mode** (the default): one tool, `execute { code }`, whose description
 //!   ([`super::description`]) declares every plugin tool. Each call runs the program in
 //!   its own worker through the [`Executor`], at most `max_concurrent_programs` at once
-//!   (the rest wait their turn). A client's `notifications/cancelled` cancels the
+//!   (the rest wait their turn, shared fairly between sessions: [`super::slots`]). A client's `notifications/cancelled` cancels the
 //!   request's token, which kills the worker and cancels its tool calls at their
 //!   plugins. With a progress token, each finished tool call sends a progress
 //!   notification.
@@ -40,7 +40,6 @@ use rmcp::model::{LoggingLevel, LoggingMessageNotificationParam, SetLevelRequest
 use rmcp::service::{NotificationContext, RequestContext};
 use rmcp::{ErrorData, Peer, RoleServer, ServerHandler};
 use serde_json::{json, Value};
-use tokio::sync::Semaphore;
 
 use super::cut::{cut_json, cut_text};
 use super::description::{execute_description, instructions};
@@ -70,6 +69,8 @@ pub struct CodemodeServer {
 
 /// What one MCP session remembers.
 struct Session {
+    /// Which session it is (for sharing program slots fairly).
+    id: u64,
     /// Tools approved "once" in this session (`plugin`, `tool`): later calls run.
     approved_once: std::sync::Mutex<std::collections::HashSet<(String, String)>>,
     /// The session receives codemode's log (decided at `initialize`).
@@ -84,7 +85,9 @@ struct Session {
 
 impl Default for Session {
     fn default() -> Self {
+        static NEXT: AtomicU64 = AtomicU64::new(1);
         Self {
+            id: NEXT.fetch_add(1, Ordering::Relaxed),
             approved_once: Default::default(),
             gets_logs: Default::default(),
             log_level: std::sync::Mutex::new(logs::Level::Info),
@@ -99,10 +102,15 @@ struct Shared {
     limits: Limits,
     config: ServerConfig,
     instructions: String,
-    programs: Semaphore,
+    programs: super::slots::ProgramSlots,
     /// Which sessions receive codemode's log, and the operator token that names them.
     client_logs: logs::ClientLogs,
     log_token: Option<String>,
+    /// The tools list, made once for the catalog it shows (a large catalog's list is
+    /// megabytes: every `tools/list` shares it until the catalog changes).
+    listed: std::sync::Mutex<Option<(Arc<Catalog>, Arc<Listed>)>>,
+    /// Counts the lists made, so that a page's cursor names the list it belongs to.
+    generation: AtomicU64,
 }
 
 impl CodemodeServer {
@@ -120,8 +128,20 @@ impl CodemodeServer {
         log_token: Option<String>,
     ) -> Self {
         let instructions = instructions(rules, config.mode, config.tool_names);
-        let programs = Semaphore::new(config.max_concurrent_programs.max(1));
-        let shared = Shared { executor, limits, config, instructions, programs, client_logs, log_token };
+        let total = config.max_concurrent_programs.max(1);
+        let per_session = config.max_programs_per_session.unwrap_or_else(|| super::slots::per_session_cap(total));
+        let programs = super::slots::ProgramSlots::new(total, per_session);
+        let shared = Shared {
+            executor,
+            limits,
+            config,
+            instructions,
+            programs,
+            client_logs,
+            log_token,
+            listed: std::sync::Mutex::new(None),
+            generation: AtomicU64::new(0),
+        };
         Self { shared: Arc::new(shared), session: Arc::default() }
     }
 
@@ -131,13 +151,27 @@ impl CodemodeServer {
         Self { shared: Arc::clone(&self.shared), session: Arc::default() }
     }
 
-    /// The tools the agent sees now.
-    pub fn tools(&self) -> Vec<McpTool> {
+    /// The tools the agent sees now (made once per catalog).
+    pub fn tools(&self) -> Arc<Listed> {
         let catalog = self.shared.executor.catalog();
+        let mut listed = self.shared.listed.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some((of, tools)) = listed.as_ref() {
+            if Arc::ptr_eq(of, &catalog) {
+                return Arc::clone(tools);
+            }
+        }
+        let generation = self.shared.generation.fetch_add(1, Ordering::Relaxed) + 1;
+        let tools = Arc::new(Listed::new(generation, self.make_tools(&catalog)));
+        *listed = Some((catalog, Arc::clone(&tools)));
+        tools
+    }
+
+    /// The tools the agent sees for `catalog`.
+    fn make_tools(&self, catalog: &Catalog) -> Vec<McpTool> {
         match self.shared.config.mode {
             ServerMode::Code => {
                 let description = execute_description(
-                    &catalog,
+                    catalog,
                     &self.shared.limits,
                     self.shared.config.output_bytes,
                     self.shared.config.catalog_budget,
@@ -157,7 +191,7 @@ impl CodemodeServer {
                     .flat_map(|(plugin, tools)| {
                         tools
                             .filter(|t| !t.definition.hidden)
-                            .map(|t| separate_tool(&catalog, naming, plugin, t))
+                            .map(|t| separate_tool(catalog, naming, plugin, t))
                             .collect::<Vec<_>>()
                     })
                     .collect();
@@ -189,12 +223,10 @@ impl CodemodeServer {
                 "execute takes { \"code\": \"<JavaScript>\" }: the program's text is missing",
             )]);
         };
-        // Wait for a free slot; a client that gives up while waiting leaves the queue.
-        let _permit = tokio::select! {
-            permit = self.shared.programs.acquire() => match permit {
-                Ok(p) => p,
-                Err(_) => return CallToolResult::error(vec![ContentBlock::text("the server is shutting down")]),
-            },
+        // Wait for a free slot (shared fairly between sessions); a client that gives up
+        // while waiting leaves the queue.
+        let _slot = tokio::select! {
+            slot = self.shared.programs.acquire(self.session.id) => slot,
             () = ctx.ct.cancelled() => return CallToolResult::error(vec![ContentBlock::text("the program was cancelled before it started")]),
         };
         let (hooks, progress_sent) =
@@ -212,7 +244,14 @@ impl CodemodeServer {
         if let Some(sent) = progress_sent {
             let _ = tokio::time::timeout(std::time::Duration::from_secs(5), sent).await;
         }
-        program_result(&outcome, self.shared.config.output_bytes)
+        // Reading, splitting and cutting the value is linear in its size, which can be
+        // the program's whole result limit: off the runtime's threads.
+        let cap = self.shared.config.output_bytes;
+        tokio::task::spawn_blocking(move || program_result(&outcome, cap)).await.unwrap_or_else(|e| {
+            CallToolResult::error(vec![ContentBlock::text(format!(
+                "codemode could not write the program's result: {e}"
+            ))])
+        })
     }
 
     async fn call_separate(
@@ -342,12 +381,19 @@ impl ServerHandler for CodemodeServer {
         read_roots(ctx.peer.clone(), Arc::clone(&self.session));
     }
 
+    /// The tools, in pages of at most [`LIST_PAGE_BYTES`] of JSON (one page unless the
+    /// list is that large); a page's cursor names the list it belongs to.
     async fn list_tools(
         &self,
-        _request: Option<PaginatedRequestParams>,
+        request: Option<PaginatedRequestParams>,
         _ctx: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
-        Ok(ListToolsResult::with_all_items(self.tools()))
+        let listed = self.tools();
+        let cursor = request.and_then(|r| r.cursor);
+        let (tools, next) = listed.page(cursor.as_deref()).map_err(|why| ErrorData::invalid_params(why, None))?;
+        let mut result = ListToolsResult::with_all_items(tools);
+        result.next_cursor = next;
+        Ok(result)
     }
 
     async fn call_tool(
@@ -373,7 +419,8 @@ impl ServerHandler for CodemodeServer {
             forward_logs(ctx.peer.clone(), Arc::clone(&self.session));
         }
         read_roots(ctx.peer.clone(), Arc::clone(&self.session));
-        // Tell this client whenever the catalog changes, for as long as it is connected.
+        // Tell this client whenever the catalog changes, for as long as it is connected,
+        // at most once per CHANGE_INTERVAL (changes in between are one notification).
         // The task ends when the client is gone (checked on every change and every
         // half minute), so ended sessions leave nothing behind.
         let peer = ctx.peer.clone();
@@ -385,6 +432,7 @@ impl ServerHandler for CodemodeServer {
                         if changed.is_err() || peer.is_transport_closed() || peer.notify_tool_list_changed().await.is_err() {
                             return;
                         }
+                        tokio::time::sleep(crate::plugins::CHANGE_INTERVAL).await;
                     }
                     () = tokio::time::sleep(std::time::Duration::from_secs(30)) => {
                         if peer.is_transport_closed() {
@@ -394,6 +442,61 @@ impl ServerHandler for CodemodeServer {
                 }
             }
         });
+    }
+}
+
+/// The most JSON one page of the tools list holds: a list larger than this (thousands
+/// of tools with long schemas) comes in pages, so that no answer holds all of it.
+pub const LIST_PAGE_BYTES: usize = 2 * 1024 * 1024;
+
+/// A tools list, made once per catalog, cut into pages by size.
+pub struct Listed {
+    generation: u64,
+    tools: Vec<McpTool>,
+    /// Where each page starts, in `tools`.
+    starts: Vec<usize>,
+}
+
+impl Listed {
+    fn new(generation: u64, tools: Vec<McpTool>) -> Self {
+        let mut starts = vec![0];
+        let mut size = 0;
+        for (i, tool) in tools.iter().enumerate() {
+            let bytes = serde_json::to_vec(tool).map(|v| v.len()).unwrap_or(0);
+            if size > 0 && size + bytes > LIST_PAGE_BYTES {
+                starts.push(i);
+                size = 0;
+            }
+            size += bytes;
+        }
+        Self { generation, tools, starts }
+    }
+
+    /// Every tool, in order.
+    pub fn all(&self) -> &[McpTool] {
+        &self.tools
+    }
+
+    /// The page `cursor` names (the first without one) and the next page's cursor.
+    fn page(&self, cursor: Option<&str>) -> Result<(Vec<McpTool>, Option<String>), String> {
+        let page = match cursor {
+            None => 0,
+            Some(cursor) => {
+                let (generation, page) = cursor
+                    .split_once('.')
+                    .and_then(|(g, p)| Some((g.parse::<u64>().ok()?, p.parse::<usize>().ok()?)))
+                    .ok_or_else(|| format!("{cursor:?} is not a cursor this server gave"))?;
+                if generation != self.generation || page >= self.starts.len() {
+                    return Err(
+                        "the tool list changed since that page was given: list the tools again from the start".into()
+                    );
+                }
+                page
+            }
+        };
+        let end = self.starts.get(page + 1).copied().unwrap_or(self.tools.len());
+        let next = (page + 1 < self.starts.len()).then(|| format!("{}.{}", self.generation, page + 1));
+        Ok((self.tools[self.starts[page]..end].to_vec(), next))
     }
 }
 
@@ -583,14 +686,30 @@ pub fn program_result(outcome: &Outcome, cap: usize) -> CallToolResult {
 /// the attachments as MCP content.
 fn with_media(split: super::media::Split, cap: usize) -> Vec<ContentBlock> {
     use super::media::MediaKind;
-    let room = cap.saturating_sub(super::media::attached_bytes(&split));
+    let mut room = cap.saturating_sub(super::media::attached_bytes(&split));
     let mut content: Vec<ContentBlock> = match &split.content_texts {
-        Some(texts) => texts.iter().map(|t| ContentBlock::text(cut_text(t, room).text)).collect(),
+        // The text items share the room, in order; what no longer fits is named.
+        Some(texts) => {
+            let mut blocks = Vec::new();
+            for (i, text) in texts.iter().enumerate() {
+                if room < super::cut::MIN_CAP {
+                    blocks.push(ContentBlock::text(format!(
+                        "…[{} more text items cut: output cap is {cap} bytes]",
+                        texts.len() - i
+                    )));
+                    break;
+                }
+                let kept = cut_text(text, room).text;
+                room = room.saturating_sub(kept.len());
+                blocks.push(ContentBlock::text(kept));
+            }
+            blocks
+        }
         None => vec![ContentBlock::text(cut_json(&split.value, room).text)],
     };
     // A content list's text items do not carry placeholders: media left out say so here.
     if split.content_texts.is_some() && !split.left_out.is_empty() {
-        content.push(ContentBlock::text(split.left_out.join("\n")));
+        content.push(ContentBlock::text(cut_text(&split.left_out.join("\n"), cap / 2).text));
     }
     content.extend(split.attached.into_iter().map(|m| match m.kind {
         MediaKind::Image => ContentBlock::image(m.data, m.mime_type),
@@ -722,12 +841,11 @@ impl Approvals {
         reason: Option<String>,
     ) -> Result<(), String> {
         let name = format!("tools.{plugin}.{tool}");
-        let shown = serde_json::to_string_pretty(&input).unwrap_or_default();
         let why = reason.map(|r| format!(" ({r})")).unwrap_or_default();
-        let message = format!(
+        let message = crate::tool::shown::visible(&format!(
             "Allow the tool {tool} of plugin {plugin}{why} to run with this input?\n\n{}",
-            cut_text(&shown, 4096).text
-        );
+            crate::tool::shown::input_for_person(&input)
+        ));
         match Self::elicit(&peer, message).await {
             Asked::Accepted(_) => Ok(()),
             Asked::Declined => Err(format!("the person declined the call to {name}")),
@@ -746,9 +864,9 @@ impl Approvals {
         let mut message =
             format!("The tool {} of plugin {} asks: {}", question.tool, question.plugin, question.message.trim());
         if let Some(details) = &question.details {
-            let shown = serde_json::to_string_pretty(details).unwrap_or_default();
-            message.push_str(&format!("\n\n{}", cut_text(&shown, 4096).text));
+            message.push_str(&format!("\n\n{}", crate::tool::shown::input_for_person(details)));
         }
+        let message = crate::tool::shown::visible(&message);
         let form = match question.form.as_ref().map(|schema| (Form::from_schema(schema), schema)) {
             Some((Ok(form), schema)) => Some((form, schema.clone())),
             Some((Err(why), _)) => return ApprovalAnswer::refused(format!("the form cannot be shown: {why}")),

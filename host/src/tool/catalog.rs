@@ -62,6 +62,12 @@ pub fn is_valid_tool_name(name: &str) -> bool {
         && name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-' || b == b'.')
 }
 
+/// The `_` name a program may also use for `name`: every character other than letters,
+/// digits, `_` and `$` replaced by `_` (as the worker's bootstrap names aliases).
+pub fn underscore_alias(name: &str) -> String {
+    name.chars().map(|c| if c.is_ascii_alphanumeric() || c == '_' || c == '$' { c } else { '_' }).collect()
+}
+
 /// Tries a plugin that could not be started again, now (when its backoff allows):
 /// when it comes back, the executor's catalog is replaced with one that holds its
 /// tools. The executor calls it when a program calls a tool of the plugin.
@@ -113,8 +119,26 @@ impl Catalog {
         Self::default()
     }
 
-    /// Adds a tool to a plugin: checks its names and fields and compiles its schemas.
-    pub fn add(&mut self, plugin: &str, mut tool: Tool) -> Result<(), CatalogError> {
+    /// Adds a tool to a plugin: checks its names and fields and compiles its schemas
+    /// (a tool [`Catalog::checked`] already is only checked for a duplicate).
+    pub fn add(&mut self, plugin: &str, tool: Tool) -> Result<(), CatalogError> {
+        if !is_valid_name(plugin) {
+            return Err(CatalogError::InvalidName { plugin: plugin.into(), what: "plugin", name: plugin.into() });
+        }
+        let tool = if tool.schemas.is_some() { tool } else { Self::checked(plugin, tool)? };
+        let name = tool.definition.name.clone();
+        let tools = self.plugins.entry(plugin.to_string()).or_default();
+        if tools.contains_key(&name) {
+            return Err(CatalogError::Duplicate { plugin: plugin.into(), tool: name });
+        }
+        tools.insert(name, tool);
+        self.index = IndexCache::default();
+        Ok(())
+    }
+
+    /// `tool` of `plugin`, with its names and fields checked and its schemas compiled:
+    /// ready to join any catalog without being compiled again.
+    pub fn checked(plugin: &str, mut tool: Tool) -> Result<Tool, CatalogError> {
         let name = tool.definition.name.clone();
         if !is_valid_name(plugin) {
             return Err(CatalogError::InvalidName { plugin: plugin.into(), what: "plugin", name: plugin.into() });
@@ -140,13 +164,7 @@ impl Catalog {
         let schemas = Schemas::compile(&tool.definition.input_schema, tool.definition.output_schema.as_ref())
             .map_err(|(field, problem)| invalid(field, problem))?;
         tool.schemas = Some(Arc::new(schemas));
-        let tools = self.plugins.entry(plugin.to_string()).or_default();
-        if tools.contains_key(&name) {
-            return Err(CatalogError::Duplicate { plugin: plugin.into(), tool: name });
-        }
-        tools.insert(name, tool);
-        self.index = IndexCache::default();
-        Ok(())
+        Ok(tool)
     }
 
     /// Sets a plugin's one-line summary (its first line is kept); an empty text removes it.
@@ -203,6 +221,29 @@ impl Catalog {
     /// Finds a tool.
     pub fn get(&self, plugin: &str, tool: &str) -> Option<&Tool> {
         self.plugins.get(plugin)?.get(tool)
+    }
+
+    /// Finds a tool by its name or by its `_` alias ([`underscore_alias`]) when no tool
+    /// has that name: how a program may have written it before the plugin was there.
+    pub fn get_or_alias(&self, plugin: &str, tool: &str) -> Option<&Tool> {
+        let tools = self.plugins.get(plugin)?;
+        tools.get(tool).or_else(|| tools.values().find(|t| underscore_alias(&t.definition.name) == tool))
+    }
+
+    /// The configured plugin named `name` or whose `_` alias is `name` (available or
+    /// not), when there is one.
+    pub fn plugin_named<'a>(&'a self, name: &'a str) -> Option<&'a str> {
+        let known = self.plugins.keys().chain(self.unavailable.keys());
+        let mut found = None;
+        for plugin in known {
+            if plugin == name {
+                return Some(plugin);
+            }
+            if underscore_alias(plugin) == name {
+                found = found.or(Some(plugin.as_str()));
+            }
+        }
+        found
     }
 
     /// Every plugin with its tools, in name order.

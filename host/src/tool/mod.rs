@@ -8,7 +8,8 @@
 //! - [`schema`]: a tool's compiled JSON Schemas and the messages that name a wrong field;
 //! - [`answer`]: what a program's call resolves or rejects with, given the result;
 //! - [`form`]: a form a tool's server asks a person to fill in during a call;
-//! - [`catalog`]: every plugin's tools, and the plugins that are unavailable.
+//! - [`catalog`]: every plugin's tools, and the plugins that are unavailable;
+//! - [`shown`]: what a person is shown of a call they are asked to approve.
 //!
 //! A [`Tool`] is a definition, its handler and (once it joins a catalog) its compiled
 //! schemas.
@@ -19,6 +20,7 @@ pub mod form;
 pub mod handler;
 pub mod schema;
 pub mod search;
+pub mod shown;
 
 use std::future::Future;
 use std::sync::Arc;

@@ -369,15 +369,15 @@ impl Words {
             .collect()
     }
 
-    /// Each query word as its stem (weight 1) and its relatives' stems (discounted).
+    /// Each query word as its stem (weight 1) and its relatives' stems (discounted);
+    /// a word said twice counts once. Linear in the query's length.
     fn expand(&self, query: &str) -> Vec<Vec<(String, f64)>> {
-        let mut seen: Vec<String> = Vec::new();
+        let mut seen = std::collections::HashSet::new();
         let mut out = Vec::new();
         for stem in self.stems(query) {
-            if seen.contains(&stem) {
+            if !seen.insert(stem.clone()) {
                 continue;
             }
-            seen.push(stem.clone());
             let mut variants = vec![(stem.clone(), 1.0)];
             for relative in self.relatives.get(&stem).into_iter().flatten() {
                 variants.push((relative.clone(), RELATIVE_WEIGHT));

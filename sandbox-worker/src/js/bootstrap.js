@@ -20,6 +20,7 @@ const {
   op_codemode_out_of_memory: opOutOfMemory,
   op_codemode_register_describer: opRegisterDescriber,
   op_codemode_blocking: opBlocking,
+  op_codemode_register_entropy: opRegisterEntropy,
 } = core.ops;
 
 const {
@@ -29,6 +30,7 @@ const {
   Error: ProgramError,
   JSONParse,
   JSONStringify,
+  MathImul,
   MathMin,
   ObjectCreate,
   ObjectFreeze,
@@ -89,6 +91,39 @@ if (typeof OriginalSharedArrayBuffer === "function") {
 
 // Time blocked in `Atomics.wait` counts towards the CPU step (see `step_clock.rs`).
 wrapAtomicsWait(opBlocking);
+
+// -------------------------------------------------------------- Math.random
+// Every worker is a fork of one template, so a generator the engine seeded when the
+// template started would hand every program the same sequence. `Math.random` is
+// xoshiro128** instead, and the worker reseeds it with the host's fresh entropy for each
+// program (`reseed`, called from Rust before the program is compiled), so no program can
+// predict another's numbers.
+let s0 = 0x9e3779b9, s1 = 0x243f6a88, s2 = 0xb7e15162, s3 = 0x3c6ef372;
+const rotl = (x, k) => (x << k) | (x >>> (32 - k));
+function next32() {
+  const result = MathImul(rotl(MathImul(s1, 5), 7), 9) >>> 0;
+  const t = s1 << 9;
+  s2 ^= s0;
+  s3 ^= s1;
+  s1 ^= s2;
+  s0 ^= s3;
+  s2 ^= t;
+  s3 = rotl(s3, 11);
+  return result;
+}
+/** A double in [0, 1) from 53 random bits, as engines build `Math.random`'s. */
+function random() {
+  return ((next32() >>> 5) * 67108864 + (next32() >>> 6)) / 9007199254740992;
+}
+defineValue(globalThis.Math, "random", random, { __proto__: null, writable: true, configurable: true });
+opRegisterEntropy((a, b, c, d) => {
+  s0 = a | 0;
+  s1 = b | 0;
+  s2 = c | 0;
+  s3 = d | 0;
+  // The all-zero state is the one state xoshiro never leaves.
+  if ((s0 | s1 | s2 | s3) === 0) s0 = 1;
+});
 
 // -------------------------------------------------------------------- tools
 /** A name with characters other than letters, digits, _ and $ is also reachable with _ in their place. */
@@ -153,13 +188,13 @@ function rejecting(message) {
 function makeTool(plugin, tool) {
   const name = `tools.${alias(plugin)}.${alias(tool)}`;
   const onAnswer = (text) => JSONParse(text);
-  const onFailure = (error) => { throw new ProgramError(describeThrown(error, 0).message); };
+  const onFailure = (error) => { throw new ProgramError(describeThrown(error, 0, false).message); };
   return function (input) {
     let text;
     try {
       text = input === undefined ? "{}" : JSONStringify(input);
     } catch (e) {
-      return PromiseReject(new ProgramTypeError(`${name}: the input cannot be sent as JSON: ${describeThrown(e, 0).message}`));
+      return PromiseReject(new ProgramTypeError(`${name}: the input cannot be sent as JSON: ${describeThrown(e, 0, false).message}`));
     }
     if (typeof text !== "string") {
       return PromiseReject(new ProgramTypeError(`${name}: the input must be a JSON value, not a ${typeof input}`));
@@ -208,12 +243,13 @@ function makeSearch() {
 function buildTools(catalog) {
   const root = ObjectCreate(ObjectPrototype);
   const allTools = [];
+  // Unavailable plugins by name and by alias: the real name each stands for.
   const unavailable = ObjectCreate(null);
   for (let p = 0; p < catalog.length; p++) {
     const entry = catalog[p];
     if (entry.unavailable !== undefined && entry.unavailable !== null) {
-      unavailable[entry.plugin] = entry.unavailable;
-      unavailable[alias(entry.plugin)] = entry.unavailable;
+      unavailable[entry.plugin] = entry.plugin;
+      if (unavailable[alias(entry.plugin)] === undefined) unavailable[alias(entry.plugin)] = entry.plugin;
       continue;
     }
     for (let t = 0; t < entry.tools.length; t++) ArrayPrototypePush(allTools, `${entry.plugin}.${entry.tools[t]}`);
@@ -250,10 +286,11 @@ function buildTools(catalog) {
   defineValue(root, "$search", makeSearch());
   ObjectFreeze(root);
   return guarded(root, (plugin) => {
-    const reason = unavailable[plugin];
-    if (reason !== undefined) {
-      // The host tries the plugin again on this call (it may have recovered).
-      return guarded(ObjectCreate(ObjectPrototype), (tool) => makeTool(plugin, tool));
+    const real = unavailable[plugin];
+    if (real !== undefined) {
+      // The host tries the plugin again on this call (it may have recovered), under
+      // the plugin's real name whichever name the program wrote.
+      return guarded(ObjectCreate(ObjectPrototype), (tool) => makeTool(real, tool));
     }
     return guarded(ObjectCreate(ObjectPrototype), (tool) => {
       const near = closest(`${plugin}.${tool}`, allTools);

@@ -222,7 +222,7 @@ const common = (function () {
    * `internal` is true for an engine-internal value, which the caller reports as the
    * memory limit: QuickJS throws one when a native allocation fails.
    */
-  function describeThrown(value, insertions = programInsertions) {
+  function describeThrown(value, insertions = programInsertions, withCauses = true) {
     if (isEngineInternal(value)) {
       return { __proto__: null, name: "InternalError", message: "an allocation failed", internal: true };
     }
@@ -246,19 +246,30 @@ const common = (function () {
       report.line = position.line;
       report.column = position.column;
     }
-    stackText += causes(value, insertions, 0);
+    if (withCauses) stackText += causes(value, insertions);
     if (stackText) report.stack = cut(stackText, MAX_STACK_CHARS);
     return report;
   }
 
-  /** The causes of an error (`cause`, and an AggregateError's `errors`), as stack lines. */
-  function causes(error, insertions, depth) {
-    if (depth >= MAX_CAUSES) return "";
+  /**
+   * The causes of an error, as stack lines: its `cause` chain, followed for at most
+   * MAX_CAUSES links (each described without its own causes, so a chain of any length
+   * costs the same), and an AggregateError's `errors`.
+   */
+  function causes(error, insertions) {
     let text = "";
-    const cause = guardedGet(error, "cause");
-    if (cause.ok && cause.value !== undefined) {
-      const described = describeThrown(cause.value, insertions);
+    let current = error;
+    for (let depth = 0; ; depth++) {
+      const cause = guardedGet(current, "cause");
+      if (!cause.ok || cause.value === undefined) break;
+      if (depth === MAX_CAUSES) {
+        text += "\nCaused by: ... (more causes)";
+        break;
+      }
+      const described = describeThrown(cause.value, insertions, false);
       text += `\nCaused by: ${described.name ? `${described.name}: ` : ""}${cut(described.message, 1024)}`;
+      if (!isError(cause.value)) break;
+      current = cause.value;
     }
     const errors = guardedGet(error, "errors");
     if (errors.ok && ArrayIsArray(errors.value)) {
@@ -266,7 +277,7 @@ const common = (function () {
       const shown = MathMin(list.length, MAX_CAUSES);
       for (let i = 0; i < shown; i++) {
         const item = guardedGet(list, i);
-        const described = describeThrown(item.value, insertions);
+        const described = describeThrown(item.value, insertions, false);
         text += `\n  [${i}] ${described.name ? `${described.name}: ` : ""}${cut(described.message, 1024)}`;
       }
       if (list.length > shown) text += `\n  ... ${list.length - shown} more`;

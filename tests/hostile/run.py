@@ -1,0 +1,600 @@
+"""The hostile-work suite: attacks on the work the host does on a program's or a
+plugin's behalf, run against the real `codemode` binary.
+
+    python3 tests/hostile/run.py path/to/codemode [--report-only] [CASE ...]
+
+Each case starts its own `codemode mcp` (or `codemode serve`), runs one attack, and
+checks its named outcome; every case also reports the host's CPU time (its own
+threads, workers excluded) and its peak RSS (`VmHWM`) and, where the attack runs
+against `codemode serve`, the slowest `/healthz` answer seen while it ran. With
+`--report-only` the figures are printed and nothing is asserted (for measuring a
+binary from before a fix). Exits 1 when a check fails.
+
+The cases are generated from a few parameters (sizes, counts, intervals), so the
+same attack can be run larger by hand: see CASES at the end.
+"""
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from mcp_raw import Http, Stdio, cpu_seconds, get, status_kib, texts  # noqa: E402
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+HERE = os.path.dirname(os.path.abspath(__file__))
+FLOOD = os.path.join(HERE, "flood_plugin.py")
+
+REPORT_ONLY = "--report-only" in sys.argv
+POSITIONAL = [a for a in sys.argv[1:] if not a.startswith("--")]
+CODEMODE = os.path.abspath(POSITIONAL[0] if POSITIONAL else os.path.join(ROOT, "target/release/codemode"))
+ONLY = POSITIONAL[1:]
+
+FAILED = []
+ROWS = []
+
+
+def check(condition, what):
+    if not condition:
+        FAILED.append(what)
+        print(f"  FAIL: {what}", flush=True)
+
+
+def env(**extra):
+    base = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": os.environ.get("HOME", "/root")}
+    base.update(extra)
+    return base
+
+
+def write(path, text):
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, "w") as f:
+        f.write(text)
+    return path
+
+
+def mcp(folder, config, extra_args=(), environ=None, on_elicit=None):
+    """`codemode mcp` on `config` (TOML text), initialized."""
+    path = write(os.path.join(folder, "codemode.toml"), config)
+    client = Stdio([CODEMODE, "mcp", "--config", path, *extra_args], env=environ or env(), on_elicit=on_elicit)
+    answer = client.initialize(elicitation=on_elicit is not None)
+    if "error" in answer:
+        raise RuntimeError(f"initialize failed: {answer} {''.join(client.stderr)}")
+    return client
+
+
+class Serve:
+    """`codemode serve` with its operations listener, and a thread timing `/healthz`."""
+
+    def __init__(self, folder, config, environ=None):
+        path = write(os.path.join(folder, "codemode.toml"), config)
+        self.proc = subprocess.Popen(
+            [CODEMODE, "serve", "--config", path, "--listen", "127.0.0.1:0", "--ops-listen", "127.0.0.1:0"],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            env=environ or env(),
+        )
+        self.pid = self.proc.pid
+        self.url = self.ops = None
+        for raw in self.proc.stderr:
+            line = raw.decode()
+            if "serving /healthz" in line:
+                self.ops = line.split(" on ", 1)[1].split()[0]
+            if "serving MCP on " in line:
+                self.url = line.split("serving MCP on ", 1)[1].split()[0]
+                break
+        threading.Thread(target=lambda: [None for _ in self.proc.stderr], daemon=True).start()
+        self.slowest = 0.0
+        self.health_failures = 0
+        self.stop = threading.Event()
+        threading.Thread(target=self._watch_health, daemon=True).start()
+
+    def _watch_health(self):
+        while not self.stop.is_set():
+            try:
+                status, _, seconds = get(self.ops + "/healthz", timeout=30)
+                self.slowest = max(self.slowest, seconds)
+                if status != 200:
+                    self.health_failures += 1
+            except OSError:
+                self.health_failures += 1
+                self.slowest = max(self.slowest, 30.0)
+            time.sleep(0.02)
+
+    def close(self):
+        self.stop.set()
+        self.proc.kill()
+        self.proc.wait()
+
+
+def measured(name, pid, started_cpu, run, healthz=None):
+    """Runs `run()`, then records the host's CPU, peak RSS and the elapsed time."""
+    t0 = time.monotonic()
+    detail = run()
+    elapsed = time.monotonic() - t0
+    cpu = cpu_seconds(pid) - started_cpu
+    peak = status_kib(pid, "VmHWM") / 1024
+    ROWS.append((name, cpu, peak, elapsed, healthz() if healthz else None, detail))
+    print(
+        f"  {name}: host CPU {cpu:.2f} s, peak RSS {peak:.0f} MiB, {elapsed:.2f} s"
+        + (f", slowest /healthz {healthz() * 1000:.0f} ms" if healthz else "")
+        + f"; {detail}",
+        flush=True,
+    )
+    return cpu, peak, elapsed
+
+
+# ----------------------------------------------------------------------------- cases
+
+
+def case_random(folder):
+    """Programs in a row and at once, warm and fresh workers, never share a sequence."""
+    client = mcp(folder, "example_tools = true\n")
+    program = "return Array.from({ length: 4 }, () => Math.random())"
+    fresh = "return [Math.random(), Math.random(), Math.random(), Math.random()] // fresh"
+    sequences = []
+
+    def run():
+        for _ in range(4):
+            sequences.append(texts(client.execute(program))[0])
+        results = [None] * 12
+        threads = []
+        for i in range(12):
+
+            def one(i=i):
+                results[i] = texts(client.execute(program if i % 2 else fresh))[0]
+
+            threads.append(threading.Thread(target=one))
+            threads[-1].start()
+        for t in threads:
+            t.join()
+        sequences.extend(results)
+        return f"{len(set(sequences))} distinct sequences of {len(sequences)}"
+
+    measured("random", client.pid, cpu_seconds(client.pid), run)
+    check(all(s.startswith("[") for s in sequences), f"every program returned its numbers: {sequences[:2]}")
+    check(len(set(sequences)) == len(sequences), f"no two programs share a Math.random sequence: {sequences[:4]}")
+    # Programs with limits other than the defaults run in a fresh fork of their own.
+    limited = mcp(os.path.join(folder, "limited"), "example_tools = true\n[limits]\nmemory_mib = 200\n")
+    others = [texts(limited.execute(program))[0] for _ in range(3)]
+    limited.close()
+    check(len(set(others + sequences)) == len(others) + len(sequences), "fresh workers for other limits differ too")
+    client.close()
+
+
+def search_program(words):
+    return (
+        f"const q = Array.from({{ length: {words} }}, (_, i) => 'w' + i.toString(36) + 'q').join(' ');\n"
+        "const t = Date.now();\n"
+        "try { const hits = await tools.$search(q); return { ok: hits.length, ms: Date.now() - t }; }\n"
+        "catch (e) { return { error: e.message.slice(0, 300), ms: Date.now() - t }; }"
+    )
+
+
+def case_search(folder):
+    """A huge query is refused at once; a program searching at its limits ends at them."""
+    client = mcp(folder, "example_tools = true\n[limits]\nwall_clock_ms = 2000\ntool_calls = 10000000\n")
+    answer = {}
+
+    def run():
+        answer["huge"] = client.execute(search_program(80_000), timeout=60)
+        return texts(answer["huge"])[0][:160]
+
+    cpu, _, elapsed = measured("search: 80,000 words", client.pid, cpu_seconds(client.pid), run)
+    check(elapsed < 3.0, f"the huge query ended within the 2 s wall clock (+1 s): {elapsed:.1f} s")
+    check(cpu < 0.5, f"the huge query cost the host under 0.5 s of CPU: {cpu:.2f} s")
+    check("at most" in texts(answer["huge"])[0], f"the huge query is refused with its limit: {texts(answer['huge'])}")
+
+    # Searching in a loop, each query within the caps: the program ends at its wall clock.
+    loop = (
+        "const q = Array.from({ length: 64 }, (_, i) => 'word' + i).join(' ');\n"
+        "for (;;) await tools.$search(q);"
+    )
+
+    def run_loop():
+        answer["loop"] = client.execute(loop, timeout=60)
+        return texts(answer["loop"])[0][:120]
+
+    cpu, _, elapsed = measured("search: a loop at the wall clock", client.pid, cpu_seconds(client.pid), run_loop)
+    check(answer["loop"]["result"].get("isError"), "the searching loop is a failed result")
+    check("wall-clock" in texts(answer["loop"])[0].lower(), f"it ends at the wall clock: {texts(answer['loop'])}")
+    check(elapsed < 2.6, f"and within it: {elapsed:.1f} s")
+    client.close()
+
+    # With a small budget of host CPU, the loop is told when its searches used it up.
+    budget = mcp(os.path.join(folder, "budget"), "example_tools = true\n[limits]\nhost_cpu_ms = 100\ntool_calls = 10000000\n")
+
+    def run_budget():
+        answer["budget"] = budget.execute(
+            "const q = Array.from({ length: 64 }, (_, i) => 'word' + i).join(' ');\n"
+            "let n = 0; try { for (;;) { await tools.$search(q); n++; } } catch (e) { return { n, why: e.message }; }",
+            timeout=60,
+        )
+        return texts(answer["budget"])[0][:160]
+
+    cpu, _, _ = measured("search: a loop with 100 ms of host CPU", budget.pid, cpu_seconds(budget.pid), run_budget)
+    check("host_cpu_ms" in texts(answer["budget"])[0], f"the program is told its host CPU is used up: {texts(answer['budget'])}")
+    check(cpu < 1.0, f"and the host's CPU stayed near the budget: {cpu:.2f} s")
+    budget.close()
+
+
+def case_healthz(folder):
+    """Host work of programs never delays /healthz."""
+    server = Serve(folder, "example_tools = true\n[limits]\nwall_clock_ms = 5000\n")
+    results = []
+
+    media = "return Array.from({ length: 60000 }, () => ({ type: 'image', data: '', mimeType: 'a' }))"
+
+    def attack(code):
+        http = Http(server.url)
+        http.initialize()
+        results.append(texts(http.execute(code, timeout=60))[0][:100])
+
+    def run():
+        codes = [search_program(80_000), search_program(80_000), media, media]
+        threads = [threading.Thread(target=attack, args=(code,)) for code in codes]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        time.sleep(0.3)
+        return "; ".join(results)
+
+    measured("healthz: two searching and two media programs", server.pid, cpu_seconds(server.pid), run, lambda: server.slowest)
+    check(server.slowest < 0.1, f"/healthz always answered within 100 ms: slowest {server.slowest * 1000:.0f} ms")
+    check(server.health_failures == 0, f"/healthz never failed: {server.health_failures}")
+    server.close()
+
+
+def case_media(folder):
+    """Many returned media items stay within the output cap, at linear cost."""
+    client = mcp(folder, "example_tools = true\n[server]\noutput_bytes = 65536\n")
+    answer = {}
+
+    def run():
+        answer["a"] = client.execute(
+            "return Array.from({ length: 60000 }, () => ({ type: 'image', data: '', mimeType: 'a' }))", timeout=120
+        )
+        return f"{answer['a']['_bytes']} bytes answered"
+
+    cpu, peak, _ = measured("media: 60,000 empty images", client.pid, cpu_seconds(client.pid), run)
+    check(peak < 200, f"the host's peak RSS stayed under 200 MiB: {peak:.0f} MiB")
+    content = answer["a"]["result"]["content"]
+    delivered = sum(len(c.get("text", "")) + len(c.get("data", "")) + 64 for c in content)
+    check(delivered <= 2 * 65536, f"what the agent gets stays near the 64 KiB cap: {delivered} bytes in {len(content)} items")
+    check(cpu < 1.0, f"the host spent under 1 s of CPU on it: {cpu:.2f} s")
+    check(any("left out" in c.get("text", "") for c in content), "the answer says what was left out")
+    client.close()
+
+
+DEEP_MODULES = {
+    "400,000 !": "export default { id: 'deep', server: () => " + "!" * 400_000 + "1 };\n",
+    "300,000 a?1:": "export default { id: 'deep', server: () => " + "a?1:" * 300_000 + "1 };\n",
+    "300,000 x=>": "export default { id: 'deep', server: " + "x=>" * 300_000 + "1 };\n",
+}
+
+
+def case_module(folder):
+    """A plugin module nested past any stack is unavailable; the other plugins work."""
+    for label, text in DEEP_MODULES.items():
+        sub = os.path.join(folder, label.replace(",", "").replace(" ", "_").replace("?", "q").replace(":", "c").replace("=>", "arrow"))
+        write(os.path.join(sub, "deep.js"), text)
+        config = write(
+            os.path.join(sub, "codemode.toml"),
+            'example_tools = true\n\n[[plugin]]\nname = "deep"\nkind = "javascript"\npath = "deep.js"\n',
+        )
+        t0 = time.monotonic()
+        tools = subprocess.run([CODEMODE, "tools", "--config", config], capture_output=True, text=True, env=env())
+        elapsed = time.monotonic() - t0
+        said = (tools.stdout + tools.stderr).strip().splitlines()
+        ROWS.append((f"module: {label} (codemode tools)", None, None, elapsed, None, f"exit {tools.returncode}"))
+        print(f"  module {label}: codemode tools exit {tools.returncode} in {elapsed:.2f} s; {said[-1][:200] if said else ''}", flush=True)
+        # Exit 1: the listing names an unavailable plugin (a crash would be a signal).
+        check(tools.returncode == 1, f"codemode tools survives {label} and says a plugin is unavailable: exit {tools.returncode}")
+        check("tools.math.add" in tools.stdout, f"the other plugins are listed ({label})")
+        check("stack overflow" not in tools.stderr, f"no stack overflow for {label}")
+        check("deep" in tools.stdout + tools.stderr and "unavailable" in tools.stdout + tools.stderr, f"the plugin is named unavailable ({label}): {said[-3:]}")
+        if label.startswith("400"):
+            client = Stdio([CODEMODE, "mcp", "--config", config], env=env())
+            if "error" in client.initialize():
+                check(False, f"codemode mcp serves with the plugin ({label}): {''.join(client.stderr)[-300:]}")
+                continue
+            ok = texts(client.execute("return await tools.math.add({ a: 2, b: 3 })"))
+            deep = texts(client.execute("try { await tools.deep.x({}) } catch (e) { return e.message }"))
+            check(ok == ["5"], f"the other tools work: {ok}")
+            check("unavailable" in deep[0], f"calls to the plugin say it is unavailable: {deep}")
+            ROWS.append((f"module: {label} (codemode mcp)", cpu_seconds(client.pid), status_kib(client.pid, "VmHWM") / 1024, None, None, deep[0][:120]))
+            client.close()
+
+
+FLOOD_JS = """export function activate(api) {
+  api.tools.register({ name: "steady", description: "Always there.", run: () => "ok" });
+  let handle = null;
+  setInterval(() => {
+    if (handle) { handle.remove(); handle = null; }
+    else handle = api.tools.register({ name: "flicker", description: "Comes and goes.", run: () => "ok" });
+  }, %d);
+}
+"""
+
+
+def case_changes(folder, seconds=10):
+    """Floods of tools.changed are coalesced: only the changing plugin is asked again,
+    at most once per interval, and each client hears at most one list_changed per
+    interval."""
+    for kind in ("javascript", "process"):
+        sub = os.path.join(folder, kind)
+        count = os.path.join(sub, "lists")
+        write(count, "")
+        write(
+            os.path.join(sub, "flicker", "manifest.json"),
+            '{ "name": "flicker", "version": "1", "main": "main.js", "permissions": { "tools.provide": {} } }',
+        )
+        write(os.path.join(sub, "flicker", "main.js"), FLOOD_JS % 5)
+        flooder = (
+            '[[plugin]]\nname = "flicker"\nkind = "javascript"\npath = "flicker"\n'
+            if kind == "javascript"
+            else f'[[plugin]]\nname = "flicker"\nkind = "process"\ncommand = "python3"\nargs = ["{FLOOD}", "--flood-ms", "1"]\n'
+        )
+        config = (
+            "example_tools = true\n\n"
+            + flooder
+            + f'\n[[plugin]]\nname = "bystander"\nkind = "process"\ncommand = "python3"\nargs = ["{FLOOD}", "--count", "{count}"]\n'
+        )
+        client = mcp(sub, config)
+        before = len(open(count).read().splitlines())
+        started = cpu_seconds(client.pid)
+
+        def run():
+            time.sleep(seconds)
+            return ""
+
+        measured(f"changes: a {kind} plugin flooding for {seconds} s", client.pid, started, run)
+        relists = len(open(count).read().splitlines()) - before
+        notices = sum(1 for _, m, _ in client.notifications if m == "notifications/tools/list_changed")
+        ROWS[-1] = ROWS[-1][:5] + (f"{relists} tools/list to the other plugin, {notices} list_changed to the client",)
+        print(f"    {relists} tools/list to the other plugin, {notices} list_changed to the client", flush=True)
+        check(relists == 0, f"the other plugin is not asked again ({kind}): {relists}")
+        check(notices <= seconds + 2, f"at most one list_changed a second ({kind}): {notices} in {seconds} s")
+        check(notices >= 1, f"the changes are still announced ({kind})")
+        listed = client.request("tools/list")
+        check("execute" in json.dumps(listed), "the server still lists its tools")
+        client.close()
+
+
+def case_biglist(folder):
+    """A 13 MiB tool list read by 20 clients at once keeps the host's memory bounded."""
+    config = (
+        "[server]\nmode = \"tools\"\n\n"
+        f'[[plugin]]\nname = "big"\nkind = "process"\ncommand = "python3"\nargs = ["{FLOOD}", "--tools", "1200", "--tool-bytes", "11000"]\n'
+    )
+    client = mcp(folder, config)
+    baseline = status_kib(client.pid, "VmHWM") / 1024
+    lists = []
+
+    def whole_list():
+        tools, pages, largest, cursor = 0, 0, 0, None
+        while True:
+            answer = client.request("tools/list", {"cursor": cursor} if cursor else {}, timeout=300)
+            pages += 1
+            largest = max(largest, answer["_bytes"])
+            tools += len(answer["result"]["tools"])
+            cursor = answer["result"].get("nextCursor")
+            if not cursor:
+                return tools, pages, largest
+
+    def run():
+        threads = []
+        for _ in range(20):
+            threads.append(threading.Thread(target=lambda: lists.append(whole_list())))
+            threads[-1].start()
+        for t in threads:
+            t.join()
+        tools, pages, largest = lists[0]
+        return f"20 lists of {tools} tools in {pages} pages of at most {largest / 1048576:.1f} MiB; RSS before {baseline:.0f} MiB"
+
+    _, peak, _ = measured("tool list: 1,200 tools (13 MiB), 20 clients at once", client.pid, cpu_seconds(client.pid), run)
+    check(len(lists) == 20 and all(tools == 1200 for tools, _, _ in lists), f"every client read every tool: {lists[:3]}")
+    check(all(largest <= 2.2 * 1048576 for _, _, largest in lists), f"no answer holds more than a page: {lists[:3]}")
+    check(peak - baseline < 100, f"20 clients reading it add under 100 MiB: {peak - baseline:.0f} MiB")
+    client.close()
+
+
+def token_file_name(url):
+    import hashlib
+    import urllib.parse
+
+    host = urllib.parse.urlparse(url).hostname or ""
+    readable = "".join(c for c in host if c.isalnum() or c in ".-")[:64].lstrip(".-")
+    return f"{readable or 'server'}-{hashlib.sha256(url.encode()).hexdigest()[:16]}.json"
+
+
+def case_oauth(folder):
+    """A damaged token file never shows its tokens."""
+    url = "http://127.0.0.1:9/mcp"
+    secret = "SECRET-ACCESS-TOKEN-4f1c"
+    refresh = "SECRET-REFRESH-TOKEN-9a2b"
+    data = os.path.join(folder, "data")
+    oauth = os.path.join(data, "codemode", "oauth")
+    damaged = {
+        "token_response": {"server": url, "credentials": {"client_id": "c", "token_response": f"{secret} {refresh}"}},
+        "credentials": {"server": url, "credentials": f"{secret} {refresh}"},
+    }
+    config = f'[[plugin]]\nname = "remote"\nkind = "mcp"\nurl = "{url}"\n'
+    for field, content in damaged.items():
+        os.makedirs(oauth, mode=0o700, exist_ok=True)
+        write(os.path.join(oauth, token_file_name(url)), json.dumps(content))
+        environ = env(XDG_DATA_HOME=data)
+        client = mcp(os.path.join(folder, field), config, environ=environ)
+        said = texts(client.execute("try { await tools.remote.anything({}) } catch (e) { return e.message }"))
+        client.close()
+        status = subprocess.run(
+            [CODEMODE, "auth", "status", "--config", os.path.join(folder, field, "codemode.toml")],
+            capture_output=True,
+            text=True,
+            env=environ,
+        )
+        everything = " ".join(said) + "".join(client.stderr) + status.stdout + status.stderr
+        leaked = secret in everything or refresh in everything
+        ROWS.append((f"oauth: damaged {field}", None, None, None, None, "tokens shown" if leaked else "tokens kept"))
+        print(f"  oauth damaged {field}: {'LEAKED' if leaked else 'kept'}; {said[0][:160]}", flush=True)
+        check(not leaked, f"a damaged {field} never shows the tokens: {everything[:400]}")
+        check("damaged" in everything and field in everything, f"the error names the field ({field}): {said[0][:300]}")
+
+
+def case_environ(folder):
+    """A plugin running as the host's user cannot read the host's environment."""
+    config = f'[[plugin]]\nname = "snoop"\nkind = "process"\ncommand = "python3"\nargs = ["{FLOOD}"]\n'
+    client = mcp(folder, config, environ=env(CODEMODE_TOKEN="host-secret-token"))
+    said = texts(client.execute("return await tools.snoop.environ({})"))
+    client.close()
+    ROWS.append(("environ: plugin reads /proc/<host>/environ", None, None, None, None, said[0][:100]))
+    print(f"  environ: {said[0][:200]}", flush=True)
+    check('"readable": false' in said[0], f"the host's environment is not readable: {said[0][:200]}")
+
+
+def case_approval(folder):
+    """The approval question shows every field and no invisible controls."""
+    asked = []
+
+    def on_elicit(params):
+        asked.append(params.get("message", ""))
+        return {"action": "decline"}
+
+    config = f'[[plugin]]\nname = "ops"\nkind = "process"\ncommand = "python3"\nargs = ["{FLOOD}"]\nrequire_approval = ["echo"]\n'
+    client = mcp(folder, config, on_elicit=on_elicit)
+    program = "return await tools.ops.echo({ pad: 'x'.repeat(6000), command: 'rm -rf /srv/data', note: 'safe\\u202Etxt.exe\\u200B' }).catch((e) => e.message)"
+    said = texts(client.execute(program))
+    client.close()
+    message = asked[0] if asked else ""
+    ROWS.append(("approval: padded input with bidi controls", None, None, None, None, f"question of {len(message)} chars"))
+    print(f"  approval: asked {len(asked)}; {said[0][:100]}", flush=True)
+    check(asked, "the person was asked")
+    check("rm -rf /srv/data" in message, "the field after the padding is shown")
+    check("\u202e" not in message and "\u200b" not in message, "bidi and invisible controls are escaped")
+    check("u202e" in message.lower(), "and shown as escapes")
+
+
+def case_alias(folder):
+    """An unavailable plugin called through its _ alias says it is unavailable."""
+    config = '[[plugin]]\nname = "my-db"\nkind = "process"\ncommand = "/nonexistent/db-plugin"\n'
+    client = mcp(folder, config)
+    said = texts(client.execute("try { await tools.my_db.query({}) } catch (e) { return e.message }"))
+    client.close()
+    ROWS.append(("alias of an unavailable plugin", None, None, None, None, said[0][:100]))
+    print(f"  alias: {said[0][:200]}", flush=True)
+    check("my-db is unavailable" in said[0], f"the alias reaches the real plugin: {said[0][:200]}")
+
+
+def case_cause(folder):
+    """An error with a deep cause chain is described at once."""
+    client = mcp(folder, "example_tools = true\n")
+    answer = {}
+
+    def run():
+        answer["a"] = client.execute(
+            "let e = new Error('root'); for (let i = 0; i < 100000; i++) e = new Error('level ' + i, { cause: e }); throw e;"
+        )
+        return texts(answer["a"])[0][:100]
+
+    _, _, elapsed = measured("cause: 100,000 causes", client.pid, cpu_seconds(client.pid), run)
+    text = texts(answer["a"])[0]
+    check(text.startswith("Error") or "Error: level" in text, f"it ends as the error: {text[:200]}")
+    check(elapsed < 1.5, f"at once: {elapsed:.2f} s")
+    client.close()
+
+
+def case_calls(folder):
+    """50,000 tool calls: the host's work for them is bounded by the program's limits."""
+    client = mcp(folder, "example_tools = true\n")
+    answer = {}
+
+    def run():
+        answer["a"] = client.execute(
+            "let n = 0, refused = ''; for (let i = 0; i < 50000; i++) { try { await tools.math.add({ a: i, b: 1 }); n++; } catch (e) { refused = e.message; break; } } return { n, refused };",
+            timeout=300,
+        )
+        return texts(answer["a"])[0][:160]
+
+    cpu, _, _ = measured("calls: 50,000 in a row", client.pid, cpu_seconds(client.pid), run)
+    check("tool calls" in texts(answer["a"])[0], f"the program is told its tool-call limit: {texts(answer['a'])[0][:200]}")
+    check(cpu < 2.0, f"the host's CPU for one program's calls stays under 2 s: {cpu:.2f} s")
+    client.close()
+
+
+def case_sessions(folder):
+    """One MCP session cannot hold every program slot."""
+    config = f'[server]\nmax_concurrent_programs = 4\n\n[[plugin]]\nname = "slow"\nkind = "process"\ncommand = "python3"\nargs = ["{FLOOD}"]\n'
+    server = Serve(folder, config)
+    hog = Http(server.url)
+    hog.initialize()
+    threads = [threading.Thread(target=lambda: hog.execute("return await tools.slow.slow({ ms: 4000 })")) for _ in range(6)]
+    for t in threads:
+        t.start()
+    time.sleep(0.5)
+    other = Http(server.url)
+    other.initialize()
+    t0 = time.monotonic()
+    said = texts(other.execute("return 'served'"))
+    waited = time.monotonic() - t0
+    for t in threads:
+        t.join()
+    server.close()
+    ROWS.append(("sessions: one session holds 6 slow programs", None, None, waited, None, said[0]))
+    print(f"  sessions: the other session waited {waited:.2f} s: {said}", flush=True)
+    check(said == ['"served"'] or said == ["served"], f"the other session is served: {said}")
+    check(waited < 2.0, f"without waiting for the first session's programs: {waited:.2f} s")
+
+
+CASES = {
+    "random": case_random,
+    "search": case_search,
+    "healthz": case_healthz,
+    "media": case_media,
+    "module": case_module,
+    "changes": case_changes,
+    "biglist": case_biglist,
+    "oauth": case_oauth,
+    "environ": case_environ,
+    "approval": case_approval,
+    "alias": case_alias,
+    "cause": case_cause,
+    "calls": case_calls,
+    "sessions": case_sessions,
+}
+
+
+def main():
+    folder = tempfile.mkdtemp(prefix="codemode-hostile-")
+    try:
+        for name, case in CASES.items():
+            if ONLY and name not in ONLY:
+                continue
+            print(f"{name}: {case.__doc__.strip().splitlines()[0]}", flush=True)
+            try:
+                case(os.path.join(folder, name))
+            except Exception as e:  # noqa: BLE001 (a crashed case is a failed check)
+                check(False, f"{name} raised {type(e).__name__}: {e}")
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+    print("\n| attack | host CPU | peak RSS | elapsed | slowest /healthz | result |")
+    print("|---|---:|---:|---:|---:|---|")
+    for name, cpu, peak, elapsed, health, detail in ROWS:
+        fmt = lambda v, f: f.format(v) if v is not None else ""  # noqa: E731
+        print(
+            f"| {name} | {fmt(cpu, '{:.2f} s')} | {fmt(peak, '{:.0f} MiB')} | {fmt(elapsed, '{:.2f} s')} | {fmt(health and health * 1000, '{:.0f} ms')} | {detail} |"
+        )
+    if FAILED and not REPORT_ONLY:
+        print(f"\n{len(FAILED)} check(s) failed")
+        sys.exit(1)
+    print(f"\n{len(FAILED)} check(s) failed" + (" (report only)" if REPORT_ONLY else ""))
+
+
+if __name__ == "__main__":
+    main()
