@@ -127,6 +127,20 @@ pub struct ServerConfig {
     pub stateless: bool,
     /// `codemode serve`: where to serve /healthz, /readyz and /metrics.
     pub ops_listen: Option<std::net::SocketAddr>,
+    /// `codemode serve` with replicas: this replica's own MCP URL, as the others reach
+    /// it (`http://10.1.2.3:8931/mcp`). A 2026-07-28 client's program paused for an
+    /// answer is named by it, and a retry that reaches another replica is passed on to
+    /// it (see `serve::rounds`).
+    pub replica_url: Option<String>,
+    /// The environment variable holding the key that seals request states (at least
+    /// 32 bytes), the same on every replica (default `CODEMODE_STATE_KEY`; without it,
+    /// a key of this process).
+    #[serde(default = "default_state_key_env")]
+    pub state_key_env: String,
+}
+
+fn default_state_key_env() -> String {
+    "CODEMODE_STATE_KEY".into()
 }
 
 /// How large the tool declarations in the execute description may grow.
@@ -178,6 +192,8 @@ impl Default for ServerConfig {
             warm_workers: None,
             stateless: false,
             ops_listen: None,
+            replica_url: None,
+            state_key_env: default_state_key_env(),
             max_sessions: default_max_sessions(),
             session_idle_ms: default_session_idle_ms(),
             tls_cert: None,

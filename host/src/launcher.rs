@@ -374,11 +374,13 @@ impl Shared {
             }
         }
         *guard = None;
-        self.template_pid.store(0, Ordering::Release);
-        let mut template = Template::start(&self.worker, self.sandbox, self.cgroup.as_ref().ok()).await?;
-        self.template_pid.store(template.process.pid(), Ordering::Release);
+        // The old pid stays readable while the new template starts (health probes see
+        // a template being replaced, not none); a failed start leaves none.
+        let started = Template::start(&self.worker, self.sandbox, self.cgroup.as_ref().ok()).await;
+        let mut template = started.inspect_err(|_| self.template_pid.store(0, Ordering::Release))?;
         let (host, worker) = channel()?;
-        let pid = template.fork(worker.as_fd()).await?;
+        let pid = template.fork(worker.as_fd()).await.inspect_err(|_| self.template_pid.store(0, Ordering::Release))?;
+        self.template_pid.store(template.process.pid(), Ordering::Release);
         if let Ok(mut m) = self.missing_layers.lock() {
             m.clone_from(&template.missing_layers);
         }

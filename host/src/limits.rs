@@ -9,8 +9,8 @@
 //! | `result`       | 4 MiB    | worker: the returned value's JSON text                  | [`OutcomeKind::ResultTooLarge`] |
 //! | `tool_calls_in_flight` | 4096 | host: further calls reject at once              | (the call rejects)     |
 //! | `tool_bytes_in_flight` | 32 MiB | worker and host: tool inputs in flight (counted by `protocol::cost::json_cost`) plus answers the worker has not read; a call that would go over rejects at once | (the call rejects) |
-//! | `tool_calls`   | 10,000   | host: tool calls in all; each costs the host work the program does not see | (further calls reject) |
-//! | `host_cpu`     | 10 s     | host: CPU its built-in calls (`tools.$search`) took, measured on the thread that ran them | (further built-in calls reject) |
+//! | `tool_calls`   | 10,000   | host: tool calls in all; each costs the host work the program does not see | [`OutcomeKind::ToolCallLimit`] |
+//! | `host_cpu`     | 10 s     | host: CPU its built-in calls (`tools.$search`) took, measured on the thread that ran them | [`OutcomeKind::HostCpuLimit`] |
 //!
 //! A stuck promise (nothing in flight can settle it) needs no setting: it ends the
 //! program at once with [`OutcomeKind::Stuck`].
@@ -24,6 +24,8 @@
 //! [`OutcomeKind::CpuLimit`]: crate::OutcomeKind::CpuLimit
 //! [`OutcomeKind::WallClockLimit`]: crate::OutcomeKind::WallClockLimit
 //! [`OutcomeKind::ResultTooLarge`]: crate::OutcomeKind::ResultTooLarge
+//! [`OutcomeKind::ToolCallLimit`]: crate::OutcomeKind::ToolCallLimit
+//! [`OutcomeKind::HostCpuLimit`]: crate::OutcomeKind::HostCpuLimit
 //! [`OutcomeKind::Stuck`]: crate::OutcomeKind::Stuck
 
 use std::time::Duration;

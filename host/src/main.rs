@@ -102,6 +102,11 @@ enum Command {
         /// `[server] ops_listen`).
         #[arg(long, value_name = "ADDR")]
         ops_listen: Option<std::net::SocketAddr>,
+        /// This replica's own MCP URL as the other replicas reach it (overrides
+        /// `[server] replica_url`): a 2026-07-28 client's retry that reaches another
+        /// replica is passed on to the one holding its program.
+        #[arg(long, value_name = "URL")]
+        replica_url: Option<String>,
     },
     /// Log in to MCP servers that ask for OAuth, and see or forget what is stored.
     Auth {
@@ -551,6 +556,7 @@ struct Listen {
     allow_origins: Vec<String>,
     stateless: bool,
     ops_listen: Option<std::net::SocketAddr>,
+    replica_url: Option<String>,
 }
 
 /// `codemode mcp` (stdio) and `codemode serve` (HTTP, when `http` says where).
@@ -601,6 +607,20 @@ async fn serve(args: ServeArgs, http: Option<Listen>) -> anyhow::Result<i32> {
         // Standard input and output carry one client: it may use every slot.
         config.server.max_programs_per_session.get_or_insert(config.server.max_concurrent_programs);
     }
+    // 2026-07-28 clients' paused programs: their states sealed with the replicas' shared
+    // key (or one of this process), naming this replica when others may get its retries.
+    let key_env = config.server.state_key_env.clone();
+    let key = std::env::var(&key_env).ok().filter(|k| !k.is_empty()).map(|k| (key_env, k.into_bytes()));
+    let replica_url = http.as_ref().and_then(|h| h.replica_url.clone()).or_else(|| config.server.replica_url.clone());
+    if let Some(url) = &replica_url {
+        url::Url::parse(url).map_err(|e| UsageError(format!("the replica URL {url:?} is not a URL: {e}")))?;
+    }
+    let rounds = codemode::serve::rounds::Rounds::new(
+        key,
+        replica_url,
+        limits.wall_clock + codemode::serve::approvals::ANSWER_WAIT,
+    )
+    .map_err(|e| UsageError(e.to_string()))?;
     let server = codemode::serve::CodemodeServer::new(
         Arc::clone(&executor),
         limits,
@@ -608,6 +628,7 @@ async fn serve(args: ServeArgs, http: Option<Listen>) -> anyhow::Result<i32> {
         &rules,
         client_logs,
         log_token.clone(),
+        rounds,
     );
     match http {
         None => {
@@ -796,6 +817,7 @@ fn main() {
                 allow_origins,
                 stateless,
                 ops_listen,
+                replica_url,
             } => {
                 serve(
                     common,
@@ -807,6 +829,7 @@ fn main() {
                         allow_origins,
                         stateless,
                         ops_listen,
+                        replica_url,
                     }),
                 )
                 .await

@@ -52,6 +52,17 @@ pub enum OutcomeKind {
         /// The limit, in milliseconds.
         limit_ms: u64,
     },
+    /// The program made more tool calls than it may.
+    ToolCallLimit {
+        /// The limit, in calls.
+        limit: u64,
+    },
+    /// The host's work for the program's built-in calls (`tools.$search`) took more CPU
+    /// than it may.
+    HostCpuLimit {
+        /// The limit, in milliseconds.
+        limit_ms: u64,
+    },
     /// The returned value's JSON text is larger than the result limit.
     ResultTooLarge {
         /// The limit, in bytes.
@@ -82,6 +93,8 @@ impl OutcomeKind {
             OutcomeKind::MemoryLimit { .. } => "memory_limit",
             OutcomeKind::CpuLimit { .. } => "cpu_limit",
             OutcomeKind::WallClockLimit { .. } => "wall_clock_limit",
+            OutcomeKind::ToolCallLimit { .. } => "tool_call_limit",
+            OutcomeKind::HostCpuLimit { .. } => "host_cpu_limit",
             OutcomeKind::ResultTooLarge { .. } => "result_too_large",
             OutcomeKind::Stuck => "stuck",
             OutcomeKind::WorkerCrash { .. } => "worker_crash",
@@ -96,6 +109,8 @@ impl OutcomeKind {
             OutcomeKind::MemoryLimit { .. }
                 | OutcomeKind::CpuLimit { .. }
                 | OutcomeKind::WallClockLimit { .. }
+                | OutcomeKind::ToolCallLimit { .. }
+                | OutcomeKind::HostCpuLimit { .. }
                 | OutcomeKind::ResultTooLarge { .. }
         )
     }
@@ -292,6 +307,13 @@ impl Outcome {
             OutcomeKind::WallClockLimit { limit_ms } => {
                 format!("Wall-clock limit: the program ran for more than {} in all and was stopped.", human_duration(Duration::from_millis(*limit_ms)))
             }
+            OutcomeKind::ToolCallLimit { limit } => format!(
+                "Tool-call limit: the program made more than {limit} tool calls and was stopped. Do more in each call, or split the work into several programs."
+            ),
+            OutcomeKind::HostCpuLimit { limit_ms } => format!(
+                "Host CPU limit: the host spent more than {} of CPU on the program's built-in calls (tools.$search) and it was stopped. Search less often, with fewer words.",
+                human_duration(Duration::from_millis(*limit_ms))
+            ),
             OutcomeKind::ResultTooLarge { limit_bytes, bytes } => format!(
                 "Result limit: the returned value is {bytes} bytes of JSON, more than the {} limit. Return less: filter or summarise in the program.",
                 human_bytes(*limit_bytes)

@@ -137,10 +137,14 @@ impl CallHooks for TerminalApprovals {
             Decision::Ask { once } => once,
         };
         let why = tool.definition.approval_reason.as_ref().map(|r| format!(" ({r})")).unwrap_or_default();
-        let question = format!(
-            "codemode: allow tools.{name}{why} to run with this input?\n{}\n",
-            crate::tool::shown::input_for_person(input)
-        );
+        let shown = match crate::tool::shown::input_for_person(input) {
+            Ok(shown) => shown,
+            Err(refused) => {
+                let refused = format!("tools.{name} needs a person's approval, and {refused}");
+                return Box::pin(async move { Err(refused) });
+            }
+        };
+        let question = format!("codemode: allow tools.{name}{why} to run with this input?\n{shown}\n");
         let asked = Self::prompt(Arc::clone(&self.asking), question);
         let approved_once = Arc::clone(&self.approved_once);
         Box::pin(async move {
@@ -176,7 +180,14 @@ impl Approver for TerminalApprovals {
             Some(Ok(form)) if !form.is_question() => Some(form),
             _ => None,
         };
-        let details = question.details.as_ref().map(crate::tool::shown::input_for_person);
+        let details = match question.details.as_ref().map(crate::tool::shown::input_for_person) {
+            Some(Err(refused)) => {
+                let answer = ApprovalAnswer::refused(format!("the question's details: {refused}"));
+                return Box::pin(async move { answer });
+            }
+            Some(Ok(shown)) => Some(shown),
+            None => None,
+        };
         let mut text = format!("codemode: tools.{name} asks: {}\n", question.message);
         if let Some(details) = details {
             text.push_str(&format!("{details}\n"));

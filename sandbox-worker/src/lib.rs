@@ -307,6 +307,15 @@ pub fn detect_layout(dir: &std::path::Path, format: Option<&str>) -> ! {
     // SAFETY: PR_SET_PDEATHSIG with a valid signal number only sets this process's
     // parent-death signal.
     unsafe { libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0) };
+    // The plugin's folder (a one-file plugin's own folder) is all it may read.
+    let readable = if dir.is_dir() { dir.to_path_buf() } else { dir.parent().unwrap_or(dir).to_path_buf() };
+    // A folder that cannot be opened gets nothing readable at all: the detection then
+    // says what it could not read.
+    let restricted =
+        sandbox::filesystem::restrict_to_reading(&readable).or_else(|_| sandbox::filesystem::restrict_with_landlock());
+    if let Err(e) = restricted {
+        fail(&format!("cannot restrict the plugin reader to {}: {e}", readable.display()));
+    }
     let result: Result<plugin_format::Layout, String> = match format
         .map(|f| plugin_format::Format::parse(f).ok_or_else(|| format!("there is no plugin format {f:?}")))
     {

@@ -37,6 +37,18 @@ pub(super) struct CallScope {
     /// far (nanoseconds, measured on the threads that ran them).
     pub(super) host_cpu_limit: std::time::Duration,
     pub(super) host_cpu_used: std::sync::atomic::AtomicU64,
+    /// The program's built-in calls run one at a time (so none starts past its limit)...
+    pub(super) builtin_turn: tokio::sync::Semaphore,
+    /// ...and all programs' together at most one per core, so that no program's searches
+    /// fill the host's blocking pool.
+    pub(super) builtin_slots: Arc<tokio::sync::Semaphore>,
+}
+
+impl CallScope {
+    /// The CPU its built-in calls took so far.
+    pub(super) fn host_cpu_spent(&self) -> std::time::Duration {
+        std::time::Duration::from_nanos(self.host_cpu_used.load(std::sync::atomic::Ordering::Acquire))
+    }
 }
 
 impl CallScope {
@@ -93,8 +105,11 @@ pub(super) async fn serve_call(
         // session stops waiting for it at the limit, and the work is bounded by the
         // built-in's own caps.
         use std::sync::atomic::Ordering;
+        let (Ok(_turn), Ok(_slot)) = (scope.builtin_turn.acquire().await, scope.builtin_slots.acquire().await) else {
+            return (call_id, ToolAnswer::Reject("codemode's built-in calls are shutting down".into()));
+        };
         let limit = scope.host_cpu_limit;
-        let used = std::time::Duration::from_nanos(scope.host_cpu_used.load(Ordering::Acquire));
+        let used = scope.host_cpu_spent();
         if used >= limit {
             return (
                 call_id,

@@ -17,6 +17,10 @@ pub(super) enum Ended {
     Finished(WorkerOutcome, u64),
     /// The wall-clock limit passed.
     WallClock,
+    /// The program made more tool calls than it may.
+    ToolCalls,
+    /// The host's CPU for the program's built-in calls passed its limit.
+    HostCpu,
     /// The caller cancelled.
     Cancelled,
     /// The worker broke the protocol (garbage, oversized frame, wrong message).
@@ -36,6 +40,8 @@ pub(super) fn outcome_kind(
     match ended {
         Ended::Finished(outcome, dropped) => (from_worker(outcome, limits), dropped),
         Ended::WallClock => (OutcomeKind::WallClockLimit { limit_ms: millis(limits.wall_clock) }, 0),
+        Ended::ToolCalls => (OutcomeKind::ToolCallLimit { limit: limits.tool_calls }, 0),
+        Ended::HostCpu => (OutcomeKind::HostCpuLimit { limit_ms: millis(limits.host_cpu) }, 0),
         Ended::Cancelled => (error("Cancelled", "the program was cancelled"), 0),
         Ended::Broken(reason) => (OutcomeKind::WorkerCrash { reason }, 0),
         Ended::Disconnected(_) if exited_as(status, WorkerExit::CpuLimit) => (OutcomeKind::CpuLimit { limit_ms: millis(limits.cpu_step) }, 0),

@@ -139,6 +139,9 @@ impl ExecutorBuilder {
                 limit: self.tool_bytes_budget.unwrap_or(DEFAULT_TOOL_BYTES_BUDGET),
                 used: AtomicU64::new(0),
             }),
+            builtin_slots: Arc::new(tokio::sync::Semaphore::new(
+                std::thread::available_parallelism().map(std::num::NonZeroUsize::get).unwrap_or(2),
+            )),
         })
     }
 }
@@ -169,6 +172,8 @@ pub struct Executor {
     /// Programs running now.
     running: Arc<AtomicUsize>,
     tool_budget: Arc<SharedToolBudget>,
+    /// Built-in calls (`tools.$search`) of all programs at once: one per core.
+    builtin_slots: Arc<tokio::sync::Semaphore>,
 }
 
 /// One program to run, and how: its code, and optionally its limits (the executor's by
@@ -331,6 +336,8 @@ impl Executor {
                 hooks: hooks.clone(),
                 host_cpu_limit: limits.host_cpu,
                 host_cpu_used: std::sync::atomic::AtomicU64::new(0),
+                builtin_turn: tokio::sync::Semaphore::new(1),
+                builtin_slots: Arc::clone(&self.builtin_slots),
             };
             let mut session =
                 Session::new(scope, limits, self.busy_poll, cancel.child_token(), Arc::clone(&self.tool_budget));

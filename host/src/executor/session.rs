@@ -189,6 +189,10 @@ impl Session {
                     }
                     recent.push_back((call_id, UnawaitedCall::ended(names.remove(&call_id).unwrap_or_default(), &answer)));
                     inputs_in_flight = inputs_in_flight.saturating_sub(cost);
+                    if self.calls.host_cpu_spent() > self.limits.host_cpu {
+                        // The host's work for its built-in calls is charged to the program.
+                        return Ended::HostCpu;
+                    }
                     let answer = within_budget(answer, budget);
                     if let Err(e) = to_worker.queue_to_worker(&HostToWorker::ToolAnswer { call_id, answer }) {
                         return self.drain(&mut from_worker, format!("answering a tool call failed: {e}")).await;
@@ -200,13 +204,11 @@ impl Session {
                         self.tool_calls += 1;
                         let cost = json_cost(input.get());
                         let unread = to_worker.pending_bytes() as u64;
-                        let refusal = if self.tool_calls > self.limits.tool_calls {
-                            Some(format!(
-                                "{}: this program already made {} tool calls, the most one program may make ([limits] tool_calls); do more in each call, or split the work into several programs",
-                                call_label(&plugin, &tool),
-                                self.limits.tool_calls
-                            ))
-                        } else if calls.len() >= self.limits.tool_calls_in_flight {
+                        if self.tool_calls > self.limits.tool_calls {
+                            // Every call costs the host work: past the limit, the program ends.
+                            return Ended::ToolCalls;
+                        }
+                        let refusal = if calls.len() >= self.limits.tool_calls_in_flight {
                             Some(format!("too many tool calls in flight: the limit is {}; await some before starting more", self.limits.tool_calls_in_flight))
                         } else if inputs_in_flight.saturating_add(unread).saturating_add(cost) > budget {
                             Some(format!(

@@ -39,40 +39,83 @@ const READ_TIMEOUT: Duration = Duration::from_secs(30);
 /// or the one its files show, read by `worker detect` in a process of its own (see the
 /// module docs). `Err` is the reason the plugin is unavailable, as its caller shows it.
 pub fn read_layout(worker: &Path, path: &Path, forced: Option<Format>) -> Result<Layout, String> {
+    use std::io::Read;
+    use std::os::unix::process::CommandExt;
     let command = WorkerCommand::Detect { dir: path.to_path_buf(), format: forced.map(|f| f.as_str().to_string()) };
-    let child = std::process::Command::new(worker)
+    let mut reader = std::process::Command::new(worker);
+    reader
         .args(command.to_args())
         .env_clear()
         .stdin(std::process::Stdio::null())
         .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped());
+    // SAFETY: runs in the child between fork and exec; prctl(2) is async-signal-safe and
+    // these calls touch no memory of ours.
+    unsafe {
+        reader.pre_exec(|| {
+            // It only reads files: no privilege to gain and no capability to keep
+            // (root included), and it dies with the host.
+            if libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0
+                || libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong, 0, 0, 0) != 0
+            {
+                return Err(std::io::Error::last_os_error());
+            }
+            for capability in 0..=libc::c_ulong::from(CAP_LAST) {
+                if libc::prctl(libc::PR_CAPBSET_DROP, capability, 0, 0, 0) != 0 {
+                    let error = std::io::Error::last_os_error();
+                    // EPERM: not root, no capabilities to drop; EINVAL: past this kernel's last.
+                    if !matches!(error.raw_os_error(), Some(libc::EPERM) | Some(libc::EINVAL)) {
+                        return Err(error);
+                    }
+                }
+            }
+            Ok(())
+        });
+    }
+    let mut child = reader
         .spawn()
         .map_err(|e| format!("its files cannot be read: the plugin reader {} cannot start: {e}", worker.display()))?;
-    let pid = child.id();
-    let (done, waited) = std::sync::mpsc::channel();
-    std::thread::spawn(move || drop(done.send(child.wait_with_output())));
-    let output = match waited.recv_timeout(READ_TIMEOUT) {
-        Ok(output) => output,
-        Err(_) => {
-            // SAFETY: kill(2) on the reader's pid, which its waiting thread has not
-            // reaped yet (it is still running); no memory is involved.
-            unsafe { libc::kill(pid as libc::pid_t, libc::SIGKILL) };
-            drop(waited.recv());
-            return Err(format!("its files cannot be read: reading them took more than {} s", READ_TIMEOUT.as_secs()));
+    let drain = |pipe: Option<Box<dyn std::io::Read + Send>>| {
+        std::thread::spawn(move || {
+            let mut bytes = Vec::new();
+            if let Some(mut pipe) = pipe {
+                let _ = pipe.read_to_end(&mut bytes);
+            }
+            bytes
+        })
+    };
+    let stdout = drain(child.stdout.take().map(|p| Box::new(p) as Box<dyn std::io::Read + Send>));
+    let stderr = drain(child.stderr.take().map(|p| Box::new(p) as Box<dyn std::io::Read + Send>));
+    let deadline = std::time::Instant::now() + READ_TIMEOUT;
+    let status = loop {
+        match child.try_wait() {
+            Ok(Some(status)) => break status,
+            Ok(None) if std::time::Instant::now() < deadline => std::thread::sleep(Duration::from_millis(2)),
+            Ok(None) => {
+                let _ = child.kill();
+                let _ = child.wait();
+                return Err(format!(
+                    "its files cannot be read: reading them took more than {} s",
+                    READ_TIMEOUT.as_secs()
+                ));
+            }
+            Err(e) => return Err(format!("its files cannot be read: waiting for the plugin reader failed: {e}")),
         }
     };
-    let output = output.map_err(|e| format!("its files cannot be read: waiting for the plugin reader failed: {e}"))?;
-    if output.status.success() {
-        return match serde_json::from_slice::<Result<Layout, String>>(&output.stdout) {
+    let stdout = stdout.join().unwrap_or_default();
+    let stderr = stderr.join().unwrap_or_default();
+    if status.success() {
+        return match serde_json::from_slice::<Result<Layout, String>>(&stdout) {
             Ok(read) => read,
             Err(e) => Err(format!("its files cannot be read: the plugin reader's answer is not a layout: {e}")),
         };
     }
-    Err(format!(
-        "its files cannot be read: {}",
-        reader_failure(&output.status, &String::from_utf8_lossy(&output.stderr))
-    ))
+    Err(format!("its files cannot be read: {}", reader_failure(&status, &String::from_utf8_lossy(&stderr))))
 }
+
+/// The highest capability number the plugin reader drops (`CAP_LAST_CAP` today; the
+/// kernel refuses the ones it does not have).
+const CAP_LAST: u8 = 63;
 
 /// Why the plugin reader ended without a layout, from its exit status and stderr.
 fn reader_failure(status: &std::process::ExitStatus, stderr: &str) -> String {

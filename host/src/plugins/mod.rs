@@ -76,6 +76,16 @@ struct Listing {
     unavailable: Option<String>,
 }
 
+impl Listing {
+    /// True when `other` offers the same tools (the same definitions) and says the same.
+    fn same_as(&self, other: &Listing) -> bool {
+        self.unavailable == other.unavailable
+            && self.problems == other.problems
+            && self.tools.len() == other.tools.len()
+            && self.tools.iter().zip(&other.tools).all(|(a, b)| a.definition == b.definition)
+    }
+}
+
 /// The first pause of the background retries of unavailable plugins; it doubles up to
 /// [`MAX_BACKGROUND_RETRY`] while some stay unavailable.
 const FIRST_BACKGROUND_RETRY: Duration = Duration::from_secs(1);
@@ -378,13 +388,23 @@ impl PluginHost {
 
     /// Asks only `plugins` for their tools again, rebuilds the catalog from every
     /// plugin's last listing, and hands it to the executor (when there is one).
+    /// When nothing they list changed (a plugin announcing changes it did not make),
+    /// the catalog stays as it is and nobody is told.
     async fn refresh(self: &Arc<Self>, plugins: &[String]) {
+        if plugins.is_empty() {
+            return;
+        }
         let _one = self.rebuilding.lock().await;
         let listed = futures::future::join_all(plugins.iter().map(|name| self.list_plugin(name))).await;
         let catalog = {
             let mut listings = self.listings.lock().unwrap_or_else(|p| p.into_inner());
+            let mut changed = false;
             for (name, listing) in plugins.iter().zip(listed) {
+                changed |= listings.get(name).is_none_or(|old| !old.same_as(&listing));
                 listings.insert(name.clone(), listing);
+            }
+            if !changed {
+                return;
             }
             self.assemble(&listings).0
         };
@@ -430,19 +450,22 @@ impl PluginHost {
             let mut pause = FIRST_BACKGROUND_RETRY;
             loop {
                 let Some(strong) = host.upgrade() else { return };
+                // Only plugins with a runtime to start again (one whose files could not be
+                // read stays unavailable until the configuration is read again).
                 let unavailable: Vec<String> =
                     strong.executor.lock().ok().and_then(|e| e.upgrade()).map_or_else(Vec::new, |ex| {
-                        ex.catalog().unavailable_plugins().map(|(p, _)| p.to_string()).collect()
+                        ex.catalog()
+                            .unavailable_plugins()
+                            .map(|(p, _)| p.to_string())
+                            .filter(|p| strong.plugin_names().any(|n| n == *p))
+                            .collect()
                     });
                 if unavailable.is_empty() {
                     pause = FIRST_BACKGROUND_RETRY;
                 } else if unavailable.iter().any(|p| strong.retry_in(p).is_zero()) {
                     // Only the unavailable plugins are asked again (the rest keep their
                     // last listing).
-                    let due: Vec<String> = unavailable
-                        .into_iter()
-                        .filter(|p| strong.retry_in(p).is_zero() && strong.plugin_names().any(|n| n == *p))
-                        .collect();
+                    let due: Vec<String> = unavailable.into_iter().filter(|p| strong.retry_in(p).is_zero()).collect();
                     strong.refresh(&due).await;
                     pause = (pause * 2).min(MAX_BACKGROUND_RETRY);
                 }

@@ -772,10 +772,55 @@ pub(crate) fn plugin_command(
             if libc::prctl(libc::PR_CAP_AMBIENT, libc::PR_CAP_AMBIENT_CLEAR_ALL as libc::c_ulong, 0, 0, 0) != 0 {
                 return Err(std::io::Error::last_os_error());
             }
+            // Nor from the inheritable set, from which root regains at exec what it holds.
+            drop_inheritable(&MEMORY_READING_CAPABILITIES)?;
             Ok(())
         });
     }
     command
+}
+
+/// Takes `capabilities` out of this process's inheritable set (capget and capset, raw:
+/// this runs between fork and exec, where nothing may allocate).
+fn drop_inheritable(capabilities: &[libc::c_ulong]) -> std::io::Result<()> {
+    /// `_LINUX_CAPABILITY_VERSION_3` (linux/capability.h): two 32-bit words per set.
+    const VERSION_3: u32 = 0x2008_0522;
+    #[repr(C)]
+    struct Header {
+        version: u32,
+        pid: libc::c_int,
+    }
+    #[repr(C)]
+    #[derive(Clone, Copy)]
+    struct Data {
+        effective: u32,
+        permitted: u32,
+        inheritable: u32,
+    }
+    let mut header = Header { version: VERSION_3, pid: 0 };
+    let mut data = [Data { effective: 0, permitted: 0, inheritable: 0 }; 2];
+    // SAFETY: capget fills `data` (two structures, as version 3 asks) for this process;
+    // both pointers are valid for the call.
+    if unsafe { libc::syscall(libc::SYS_capget, &mut header as *mut Header, data.as_mut_ptr()) } != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    let mut changed = false;
+    for &capability in capabilities {
+        let (word, bit) = ((capability / 32) as usize, 1u32 << (capability % 32));
+        if let Some(set) = data.get_mut(word).filter(|d| d.inheritable & bit != 0) {
+            set.inheritable &= !bit;
+            changed = true;
+        }
+    }
+    if !changed {
+        return Ok(());
+    }
+    // SAFETY: capset reads the header and the two structures capget filled; only the
+    // inheritable bits were cleared, which never needs a privilege.
+    if unsafe { libc::syscall(libc::SYS_capset, &mut header as *mut Header, data.as_ptr()) } != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok(())
 }
 
 /// Writes one message line to the plugin. A plugin that stops reading (the write fails,

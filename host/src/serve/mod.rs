@@ -12,14 +12,19 @@
 //! - [`http`]: the streamable HTTP listener with its bearer-token check (stateful, or
 //!   stateless for replicas behind a load balancer);
 //! - [`ops`]: the operations listener (`/healthz`, `/readyz`, `/metrics`);
-//! - [`slots`]: program slots shared fairly between sessions.
+//! - [`slots`]: program slots shared fairly between sessions;
+//! - [`approvals`]: asking the person behind the client (elicitation, in a session or
+//!   through Multi Round-Trip Requests);
+//! - [`rounds`]: a 2026-07-28 client's program, paused for an answer between requests.
 
+pub mod approvals;
 pub mod cut;
 pub mod description;
 pub mod http;
 pub mod logs;
 pub mod media;
 pub mod ops;
+pub mod rounds;
 pub mod server;
 pub mod slots;
 

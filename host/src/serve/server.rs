@@ -27,28 +27,29 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use futures::future::BoxFuture;
-// MCP's logging is deprecated by SEP-2577 for revisions after 2025-11-25, the newest this
-// server negotiates; its clients still use it.
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, ElicitRequestParams, ElicitationAction,
-    ElicitationSchema, Implementation, InitializeRequestParams, InitializeResult, ListToolsResult,
-    PaginatedRequestParams, ProgressNotificationParam, ProgressToken, ProtocolVersion, ServerCapabilities,
-    ServerConfig as InitializeInfo, Tool as McpTool,
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation, InitializeRequestParams,
+    InitializeResult, ListToolsResult, PaginatedRequestParams, ProgressNotificationParam, ProgressToken,
+    ProtocolVersion, ServerCapabilities, ServerConfig as InitializeInfo, Tool as McpTool,
 };
+// MCP's logging is deprecated by SEP-2577 (2026-07-28); clients of the earlier revisions
+// still use it.
+use rmcp::model::{CacheScope, ServerNotification, SubscriptionFilter, ToolListChangedNotification};
 #[allow(deprecated)]
 use rmcp::model::{LoggingLevel, LoggingMessageNotificationParam, SetLevelRequestParams};
-use rmcp::service::{NotificationContext, RequestContext};
+use rmcp::service::{NotificationContext, RequestContext, SubscriptionContext};
 use rmcp::{ErrorData, Peer, RoleServer, ServerHandler};
 use serde_json::{json, Value};
 
+use super::approvals::{Approvals, Asker, Question};
 use super::cut::{cut_json, cut_text};
 use super::description::{execute_description, instructions};
 use super::logs;
+use super::rounds::{Binding, Resumed};
 use crate::config::{ServerConfig, ServerMode, ToolNames};
 use crate::executor::{CallHooks, Executor, Program};
 use crate::limits::Limits;
 use crate::outcome::{Outcome, OutcomeKind};
-use crate::tool::form::Form;
 use crate::tool::{
     Approval, ApprovalAnswer, ApprovalQuestion, Approver, CallContext, CallProgress, Caller, Catalog, Content,
     ProgressSink, Tool, ToolResult,
@@ -98,6 +99,8 @@ impl Default for Session {
 }
 
 struct Shared {
+    /// Programs of 2026-07-28 clients between their requests.
+    rounds: super::rounds::Rounds,
     executor: Arc<Executor>,
     limits: Limits,
     config: ServerConfig,
@@ -118,7 +121,8 @@ impl CodemodeServer {
     /// `config` says, with `rules` (each plugin's, under its heading) as instructions.
     ///
     /// `client_logs` says which sessions receive codemode's log (`log_token`: the value
-    /// of its `token_env`, read by the caller).
+    /// of its `token_env`, read by the caller); `rounds` keeps the programs of
+    /// 2026-07-28 clients between their requests.
     pub fn new(
         executor: Arc<Executor>,
         limits: Limits,
@@ -126,12 +130,14 @@ impl CodemodeServer {
         rules: &str,
         client_logs: logs::ClientLogs,
         log_token: Option<String>,
+        rounds: super::rounds::Rounds,
     ) -> Self {
         let instructions = instructions(rules, config.mode, config.tool_names);
         let total = config.max_concurrent_programs.max(1);
         let per_session = config.max_programs_per_session.unwrap_or_else(|| super::slots::per_session_cap(total));
         let programs = super::slots::ProgramSlots::new(total, per_session);
         let shared = Shared {
+            rounds,
             executor,
             limits,
             config,
@@ -154,15 +160,16 @@ impl CodemodeServer {
     /// The tools the agent sees now (made once per catalog).
     pub fn tools(&self) -> Arc<Listed> {
         let catalog = self.shared.executor.catalog();
-        let mut listed = self.shared.listed.lock().unwrap_or_else(|p| p.into_inner());
-        if let Some((of, tools)) = listed.as_ref() {
+        if let Some((of, tools)) = self.shared.listed.lock().unwrap_or_else(|p| p.into_inner()).as_ref() {
             if Arc::ptr_eq(of, &catalog) {
                 return Arc::clone(tools);
             }
         }
+        // Made outside the lock: other lists are answered meanwhile (two requests at a
+        // catalog change may both make it; the later one is kept).
         let generation = self.shared.generation.fetch_add(1, Ordering::Relaxed) + 1;
         let tools = Arc::new(Listed::new(generation, self.make_tools(&catalog)));
-        *listed = Some((catalog, Arc::clone(&tools)));
+        *self.shared.listed.lock().unwrap_or_else(|p| p.into_inner()) = Some((catalog, Arc::clone(&tools)));
         tools
     }
 
@@ -202,41 +209,58 @@ impl CodemodeServer {
 
     /// Who runs a program of this request: the session's client and workspace, the
     /// chat when the request names it (`_meta.chatId`), and the request's id.
+    ///
+    /// A 2026-07-28 request has no session: its client is the `clientInfo` of its
+    /// `_meta`, and its workspace `_meta.workspace` (a folder, or a `file://` URL).
     fn caller(&self, ctx: &RequestContext<RoleServer>) -> Caller {
         let read = |slot: &std::sync::Mutex<Option<String>>| slot.lock().unwrap_or_else(|p| p.into_inner()).clone();
+        let named = |name: &str| Some(name.trim().to_string()).filter(|n| !n.is_empty());
+        let workspace_in_meta =
+            ctx.meta.get("workspace").and_then(Value::as_str).and_then(|w| match url::Url::parse(w) {
+                Ok(url) if url.scheme() == "file" => url.to_file_path().ok().map(|p| p.display().to_string()),
+                Ok(_) => None,
+                Err(_) => named(w),
+            });
         Caller {
-            workspace: read(&self.session.workspace),
-            agent_id: read(&self.session.agent_id),
+            workspace: read(&self.session.workspace).or(workspace_in_meta),
+            agent_id: read(&self.session.agent_id).or_else(|| ctx.client_info().and_then(|info| named(&info.name))),
             chat_id: ctx.meta.get("chatId").and_then(Value::as_str).filter(|c| !c.is_empty()).map(str::to_owned),
             call_id: Some(request_id(ctx)),
             ..Caller::default()
         }
     }
 
+    /// `execute` for a client of a revision with sessions: the program runs within this
+    /// request, and its questions go to the client as elicitation requests.
     async fn execute(
         &self,
         arguments: Option<serde_json::Map<String, Value>>,
         ctx: RequestContext<RoleServer>,
     ) -> CallToolResult {
-        let Some(code) = arguments.as_ref().and_then(|a| a.get("code")).and_then(Value::as_str) else {
-            return CallToolResult::error(vec![ContentBlock::text(
-                "execute takes { \"code\": \"<JavaScript>\" }: the program's text is missing",
-            )]);
-        };
+        let Some(code) = program_text(arguments.as_ref()) else { return missing_program() };
         // Wait for a free slot (shared fairly between sessions); a client that gives up
         // while waiting leaves the queue.
         let _slot = tokio::select! {
             slot = self.shared.programs.acquire(self.session.id) => slot,
             () = ctx.ct.cancelled() => return CallToolResult::error(vec![ContentBlock::text("the program was cancelled before it started")]),
         };
+        let asker = Asker::Session(ctx.peer.clone());
         let (hooks, progress_sent) =
-            Hooks::new(ctx.peer.clone(), ctx.meta.get_progress_token(), Arc::clone(&self.session));
-        let caller = self.caller(&ctx);
+            Hooks::new(asker, ctx.peer.clone(), ctx.meta.get_progress_token(), Arc::clone(&self.session));
         let program = Program::new(code)
             .limits(self.shared.limits)
             .cancel(ctx.ct.clone())
-            .caller(caller)
+            .caller(self.caller(&ctx))
             .hooks(Arc::new(hooks) as Arc<dyn CallHooks>);
+        self.run_to_result(program, progress_sent).await
+    }
+
+    /// Runs `program` and writes its result for the agent.
+    async fn run_to_result(
+        &self,
+        program: Program,
+        progress_sent: Option<tokio::task::JoinHandle<()>>,
+    ) -> CallToolResult {
         let outcome = self.shared.executor.run(program).await;
         // The program is over and its hooks are dropped: let the last progress
         // notifications go out before the result (a client ignores progress for a
@@ -252,6 +276,86 @@ impl CodemodeServer {
                 "codemode could not write the program's result: {e}"
             ))])
         })
+    }
+
+    /// `execute` for a 2026-07-28 client (Multi Round-Trip Requests, see
+    /// [`super::rounds`]): a new program starts in a task of its own and this request
+    /// answers with its result or its first questions; a retry with `requestState`
+    /// brings the answers and waits for what comes next (on the replica that holds the
+    /// program, which another replica passes the retry on to).
+    async fn execute_in_rounds(
+        &self,
+        request: CallToolRequestParams,
+        ctx: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        let parts = ctx.extensions.get::<http::request::Parts>();
+        let authorization = parts
+            .and_then(|p| p.headers.get(http::header::AUTHORIZATION))
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_owned);
+        let binding = Binding::of(authorization.as_deref());
+        let rounds = &self.shared.rounds;
+        if let Some(state) = request.request_state.as_deref() {
+            return match rounds.resume(state, binding) {
+                Err(why) => Err(ErrorData::invalid_params(why, None)),
+                Ok(Resumed::Here(run)) => {
+                    if let Some(responses) = request.input_responses {
+                        rounds.answer(&run, responses);
+                    }
+                    rounds.round(&run, &ctx.ct).await
+                }
+                Ok(Resumed::Elsewhere(replica)) => {
+                    if parts.is_some_and(|p| p.headers.contains_key(super::rounds::FORWARDED_HEADER)) {
+                        return Err(ErrorData::invalid_params(
+                            format!(
+                                "this replica was handed a retry for the program on {replica}, and does not hold it"
+                            ),
+                            None,
+                        ));
+                    }
+                    let mut params = serde_json::to_value(&request)
+                        .map_err(|e| ErrorData::internal_error(format!("the retry cannot be passed on: {e}"), None))?;
+                    if let (Some(params), Ok(meta)) = (params.as_object_mut(), serde_json::to_value(&ctx.meta)) {
+                        params.insert("_meta".into(), meta);
+                    }
+                    rounds.forward(&replica, params, authorization.as_deref()).await
+                }
+            };
+        }
+        let Some(code) = program_text(request.arguments.as_ref()) else {
+            return Ok(CallToolResponse::Complete(missing_program()));
+        };
+        let (run, side) = rounds.start(binding);
+        let asker = self.asker(&ctx, Some(side.questions.clone()));
+        // Each program is a session of its own ("once" approvals last for it).
+        let session = Arc::new(Session::default());
+        let (hooks, progress_sent) =
+            Hooks::new(asker, ctx.peer.clone(), ctx.meta.get_progress_token(), Arc::clone(&session));
+        let program = Program::new(code)
+            .limits(self.shared.limits)
+            .caller(self.caller(&ctx))
+            .hooks(Arc::new(hooks) as Arc<dyn CallHooks>);
+        let server = self.clone();
+        let slot_session = session.id;
+        tokio::spawn(async move {
+            let _slot = server.shared.programs.acquire(slot_session).await;
+            let result = server.run_to_result(program, progress_sent).await;
+            side.finish(result);
+        });
+        rounds.round(&run, &ctx.ct).await
+    }
+
+    /// Who asks the person for this request: its session, or (`rounds`) the paused
+    /// program's rounds of a 2026-07-28 client.
+    fn asker(
+        &self,
+        ctx: &RequestContext<RoleServer>,
+        rounds: Option<tokio::sync::mpsc::UnboundedSender<Question>>,
+    ) -> Asker {
+        match rounds {
+            Some(questions) => Asker::Rounds { capabilities: ctx.client_capabilities().unwrap_or_default(), questions },
+            None => Asker::Session(ctx.peer.clone()),
+        }
     }
 
     async fn call_separate(
@@ -281,7 +385,8 @@ impl CodemodeServer {
             ));
         };
         let input = Value::Object(arguments.unwrap_or_default());
-        let (hooks, _) = Hooks::new(ctx.peer.clone(), None, Arc::clone(&self.session));
+        let asker = self.asker(&ctx, None);
+        let (hooks, _) = Hooks::new(asker, ctx.peer.clone(), None, Arc::clone(&self.session));
         let hooks = Arc::new(hooks);
         let checked = tool.check_input(&format!("{plugin}.{}", tool.definition.name), &input);
         if let Err(why) = checked {
@@ -316,11 +421,11 @@ impl ServerHandler for CodemodeServer {
             .with_instructions(self.shared.instructions.clone())
     }
 
-    /// Up to the 2025-11-25 revision: approvals need the server-to-client requests
-    /// (elicitation) and tool-list notifications of a session, which later revisions
-    /// replace.
+    /// Every revision up to 2026-07-28: each request is served in the revision it
+    /// names (a handshake and a session up to 2025-11-25; `_meta` on each request and
+    /// approvals through Multi Round-Trip Requests from 2026-07-28).
     fn supported_protocol_versions(&self) -> std::borrow::Cow<'static, [ProtocolVersion]> {
-        std::borrow::Cow::Borrowed(ProtocolVersion::known_up_to(&ProtocolVersion::V_2025_11_25))
+        std::borrow::Cow::Borrowed(ProtocolVersion::known_up_to(&ProtocolVersion::V_2026_07_28))
     }
 
     /// Also decides whether this session receives codemode's log: from the operator's
@@ -391,9 +496,43 @@ impl ServerHandler for CodemodeServer {
         let listed = self.tools();
         let cursor = request.and_then(|r| r.cursor);
         let (tools, next) = listed.page(cursor.as_deref()).map_err(|why| ErrorData::invalid_params(why, None))?;
-        let mut result = ListToolsResult::with_all_items(tools);
+        // 2026-07-28 cache hints: the list is the same for every caller, and a plugin's
+        // changes reach it within a second (they are coalesced that often), so a list
+        // is never older than that.
+        let ttl = u64::try_from(crate::plugins::CHANGE_INTERVAL.as_millis()).unwrap_or(u64::MAX);
+        let mut result = ListToolsResult::with_all_items(tools).with_ttl_ms(ttl).with_cache_scope(CacheScope::Public);
         result.next_cursor = next;
         Ok(result)
+    }
+
+    /// 2026-07-28 `subscriptions/listen`: tool list changes, the only notification this
+    /// server sends.
+    fn accepted_subscription_filter(&self, requested: &SubscriptionFilter) -> Option<SubscriptionFilter> {
+        let mut accepted = SubscriptionFilter::default();
+        accepted.tools_list_changed = requested.tools_list_changed.filter(|wanted| *wanted);
+        Some(accepted)
+    }
+
+    /// Tells a 2026-07-28 listener whenever the catalog changes, at most once per
+    /// CHANGE_INTERVAL (changes in between are one notification), until it stops
+    /// listening.
+    async fn listen(&self, context: SubscriptionContext) -> Result<(), ErrorData> {
+        let mut changes = self.shared.executor.watch_catalog();
+        loop {
+            tokio::select! {
+                () = context.cancelled() => return Ok(()),
+                changed = changes.changed() => {
+                    if changed.is_err() {
+                        return Ok(());
+                    }
+                    let notification = ServerNotification::ToolListChangedNotification(ToolListChangedNotification::default());
+                    if context.sink().send(notification).await.is_err() {
+                        return Ok(());
+                    }
+                    tokio::time::sleep(crate::plugins::CHANGE_INTERVAL).await;
+                }
+            }
+        }
     }
 
     async fn call_tool(
@@ -401,7 +540,9 @@ impl ServerHandler for CodemodeServer {
         request: CallToolRequestParams,
         ctx: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
+        let modern = ctx.protocol_version().is_some_and(|v| !v.has_initialize());
         let result = match self.shared.config.mode {
+            ServerMode::Code if request.name == EXECUTE && modern => return self.execute_in_rounds(request, ctx).await,
             ServerMode::Code if request.name == EXECUTE => self.execute(request.arguments, ctx).await,
             ServerMode::Code => {
                 return Err(ErrorData::invalid_params(
@@ -443,6 +584,18 @@ impl ServerHandler for CodemodeServer {
             }
         });
     }
+}
+
+/// The program's text in `execute`'s arguments.
+fn program_text(arguments: Option<&serde_json::Map<String, Value>>) -> Option<&str> {
+    arguments.and_then(|a| a.get("code")).and_then(Value::as_str)
+}
+
+/// The answer to an `execute` without a program.
+fn missing_program() -> CallToolResult {
+    CallToolResult::error(vec![ContentBlock::text(
+        "execute takes { \"code\": \"<JavaScript>\" }: the program's text is missing",
+    )])
 }
 
 /// The most JSON one page of the tools list holds: a list larger than this (thousands
@@ -692,15 +845,16 @@ fn with_media(split: super::media::Split, cap: usize) -> Vec<ContentBlock> {
         Some(texts) => {
             let mut blocks = Vec::new();
             for (i, text) in texts.iter().enumerate() {
-                if room < super::cut::MIN_CAP {
+                // Every block costs its overhead, an empty one too.
+                if room < super::cut::MIN_CAP + super::media::ITEM_OVERHEAD {
                     blocks.push(ContentBlock::text(format!(
                         "…[{} more text items cut: output cap is {cap} bytes]",
                         texts.len() - i
                     )));
                     break;
                 }
-                let kept = cut_text(text, room).text;
-                room = room.saturating_sub(kept.len());
+                let kept = cut_text(text, room - super::media::ITEM_OVERHEAD).text;
+                room = room.saturating_sub(kept.len() + super::media::ITEM_OVERHEAD);
                 blocks.push(ContentBlock::text(kept));
             }
             blocks
@@ -709,7 +863,7 @@ fn with_media(split: super::media::Split, cap: usize) -> Vec<ContentBlock> {
     };
     // A content list's text items do not carry placeholders: media left out say so here.
     if split.content_texts.is_some() && !split.left_out.is_empty() {
-        content.push(ContentBlock::text(cut_text(&split.left_out.join("\n"), cap / 2).text));
+        content.push(ContentBlock::text(cut_text(&split.left_out.join("\n"), room.max(super::cut::MIN_CAP)).text));
     }
     content.extend(split.attached.into_iter().map(|m| match m.kind {
         MediaKind::Image => ContentBlock::image(m.data, m.mime_type),
@@ -720,7 +874,7 @@ fn with_media(split: super::media::Split, cap: usize) -> Vec<ContentBlock> {
 
 /// Approvals before and progress after each tool call of one request.
 struct Hooks {
-    peer: Peer<RoleServer>,
+    asker: Asker,
     session: Arc<Session>,
     /// Progress notifications, in order, to the one task that sends them (when the
     /// client asked for progress).
@@ -734,6 +888,7 @@ impl Hooks {
     /// the order the calls finished; it ends once the hooks are dropped and it has sent
     /// them all, which the returned handle waits for.
     fn new(
+        asker: Asker,
         peer: Peer<RoleServer>,
         progress_token: Option<ProgressToken>,
         session: Arc<Session>,
@@ -753,7 +908,7 @@ impl Hooks {
                 (Some(tx), Some(sent))
             }
         };
-        (Self { peer, session, progress, progress_token, finished: AtomicU64::new(0) }, sent)
+        (Self { asker, session, progress, progress_token, finished: AtomicU64::new(0) }, sent)
     }
 }
 
@@ -770,7 +925,7 @@ impl CallHooks for Hooks {
             return Box::pin(async { Ok(()) });
         }
         let asked = Approvals::ask_to_run(
-            self.peer.clone(),
+            self.asker.clone(),
             plugin.to_string(),
             tool.definition.name.clone(),
             input.clone(),
@@ -814,134 +969,9 @@ impl ProgressSink for Hooks {
 
 impl Approver for Hooks {
     fn ask(&self, question: ApprovalQuestion) -> BoxFuture<'static, ApprovalAnswer> {
-        Box::pin(Approvals::ask_for_plugin(self.peer.clone(), question))
+        Box::pin(Approvals::ask_for_plugin(self.asker.clone(), question))
     }
 }
-
-/// Asking a person to approve a call, through MCP elicitation.
-pub struct Approvals;
-
-/// What the person said, or why nobody could be asked.
-enum Asked {
-    Accepted(Option<serde_json::Map<String, Value>>),
-    Declined,
-    Cancelled,
-    CannotAsk,
-    Failed(String),
-}
-
-impl Approvals {
-    /// Asks the client's person whether `plugin.tool` may run with `input`. `Err` is the
-    /// message the call rejects with: declined, or the client cannot ask.
-    pub async fn ask_to_run(
-        peer: Peer<RoleServer>,
-        plugin: String,
-        tool: String,
-        input: Value,
-        reason: Option<String>,
-    ) -> Result<(), String> {
-        let name = format!("tools.{plugin}.{tool}");
-        let why = reason.map(|r| format!(" ({r})")).unwrap_or_default();
-        let message = crate::tool::shown::visible(&format!(
-            "Allow the tool {tool} of plugin {plugin}{why} to run with this input?\n\n{}",
-            crate::tool::shown::input_for_person(&input)
-        ));
-        match Self::elicit(&peer, message).await {
-            Asked::Accepted(_) => Ok(()),
-            Asked::Declined => Err(format!("the person declined the call to {name}")),
-            Asked::Cancelled => Err(format!("the person cancelled the approval of {name}, so it did not run")),
-            Asked::CannotAsk => Err(format!(
-                "{name} needs a person's approval, but this MCP client cannot ask (it does not support elicitation). Use a client that supports elicitation; when the approval comes from `require_approval` in plugin {plugin}'s configuration entry, removing the tool there lets it run unasked"
-            )),
-            Asked::Failed(e) => Err(format!("asking for approval of {name} failed: {e}")),
-        }
-    }
-
-    /// Asks the client's person what a tool asked during a call: a plugin's
-    /// `host/approve`, or a form or page its MCP server asked about (passed on as the
-    /// same kind of elicitation, its answer completed with the form's defaults).
-    pub async fn ask_for_plugin(peer: Peer<RoleServer>, question: ApprovalQuestion) -> ApprovalAnswer {
-        let mut message =
-            format!("The tool {} of plugin {} asks: {}", question.tool, question.plugin, question.message.trim());
-        if let Some(details) = &question.details {
-            message.push_str(&format!("\n\n{}", crate::tool::shown::input_for_person(details)));
-        }
-        let message = crate::tool::shown::visible(&message);
-        let form = match question.form.as_ref().map(|schema| (Form::from_schema(schema), schema)) {
-            Some((Ok(form), schema)) => Some((form, schema.clone())),
-            Some((Err(why), _)) => return ApprovalAnswer::refused(format!("the form cannot be shown: {why}")),
-            None => None,
-        };
-        let asked = match (&question.link, &form) {
-            (Some(link), _) => Self::elicit_link(&peer, message, link.clone()).await,
-            (None, Some((_, schema))) => Self::elicit_form(&peer, message, schema.clone()).await,
-            (None, None) => Self::elicit(&peer, message).await,
-        };
-        match asked {
-            Asked::Accepted(content) => match form {
-                Some((form, _)) => ApprovalAnswer::filled(form.complete(content.unwrap_or_default())),
-                None => ApprovalAnswer::allowed(),
-            },
-            Asked::Declined => ApprovalAnswer::refused("the person declined"),
-            Asked::Cancelled => ApprovalAnswer::dismissed("the person cancelled the question"),
-            Asked::CannotAsk => {
-                ApprovalAnswer::refused("nobody can be asked: this MCP client does not support elicitation")
-            }
-            Asked::Failed(e) => ApprovalAnswer::refused(format!("asking the person failed: {e}")),
-        }
-    }
-
-    /// A yes-or-no question (an elicitation with an empty form).
-    async fn elicit(peer: &Peer<RoleServer>, message: String) -> Asked {
-        Self::elicit_form(peer, message, json!({ "type": "object", "properties": {} })).await
-    }
-
-    /// A form, as the server's own elicitation.
-    async fn elicit_form(peer: &Peer<RoleServer>, message: String, schema: Value) -> Asked {
-        if peer.peer_info().is_none_or(|info| info.capabilities.elicitation.is_none()) {
-            return Asked::CannotAsk;
-        }
-        let schema = match ElicitationSchema::from_json_schema(object(schema)) {
-            Ok(schema) => schema,
-            Err(e) => return Asked::Failed(e.to_string()),
-        };
-        Self::send(peer, ElicitRequestParams::FormElicitationParams { meta: None, message, requested_schema: schema })
-            .await
-    }
-
-    /// A page to open: URL elicitation where the client supports it, else a question
-    /// whose text holds the link.
-    async fn elicit_link(peer: &Peer<RoleServer>, message: String, url: String) -> Asked {
-        let url_mode = peer
-            .peer_info()
-            .and_then(|info| info.capabilities.elicitation.as_ref().map(|e| e.url.is_some()))
-            .unwrap_or(false);
-        if !url_mode {
-            return Self::elicit(peer, format!("{message}\n\nOpen this page to continue: {url}")).await;
-        }
-        let id = format!("codemode-{}", ELICITATIONS.fetch_add(1, Ordering::Relaxed));
-        Self::send(peer, ElicitRequestParams::UrlElicitationParams { meta: None, message, url, elicitation_id: id })
-            .await
-    }
-
-    /// Sends an elicitation and reads the person's action.
-    async fn send(peer: &Peer<RoleServer>, request: ElicitRequestParams) -> Asked {
-        match peer.create_elicitation(request).await {
-            Ok(answer) => match answer.action {
-                ElicitationAction::Accept => Asked::Accepted(match answer.content {
-                    Some(Value::Object(map)) => Some(map),
-                    _ => None,
-                }),
-                ElicitationAction::Decline => Asked::Declined,
-                _ => Asked::Cancelled,
-            },
-            Err(e) => Asked::Failed(e.to_string()),
-        }
-    }
-}
-
-/// Numbers URL elicitations.
-static ELICITATIONS: AtomicU64 = AtomicU64::new(1);
 
 #[cfg(test)]
 mod tests {
@@ -997,6 +1027,22 @@ mod tests {
         assert!(text.len() <= 512, "{}", text.len());
         assert!(serde_json::from_str::<Value>(text).is_ok(), "{text}");
         assert!(text.contains("output cap is 512 bytes"), "{text}");
+    }
+
+    #[test]
+    fn a_content_list_of_many_text_items_stays_within_the_cap() {
+        // 150,000 empty text items and one image: every block costs its overhead.
+        let mut items = vec![serde_json::json!({ "type": "text", "text": "" }); 150_000];
+        items.push(serde_json::json!({ "type": "image", "data": "QUJD", "mimeType": "image/png" }));
+        let value = serde_json::to_string(&items).unwrap();
+        let r = program_result(&outcome(OutcomeKind::Ok { value: Some(value) }, ""), 64 * 1024);
+        let size: usize = r.content.iter().map(|c| serde_json::to_string(c).unwrap().len()).sum();
+        assert!(size <= 2 * 64 * 1024, "{size} bytes in {} blocks", r.content.len());
+        assert!(
+            texts(&r).iter().any(|t| t.contains("more text items cut: output cap is 65536 bytes")),
+            "{:?}",
+            texts(&r).last()
+        );
     }
 
     fn names_catalog(pairs: &[(&str, &str)]) -> Catalog {

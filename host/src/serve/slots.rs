@@ -153,13 +153,16 @@ struct Pending {
 impl Drop for Pending {
     fn drop(&mut self) {
         let Some(mut woken) = self.woken.take() else { return };
-        // Under the lock, so no slot is granted between the check and the drop.
+        // Under the lock, so no slot is granted between the check and the drop: a
+        // grant sends only while holding it, and a closed receiver is never granted.
         let mut state = self.state.lock().unwrap_or_else(|p| p.into_inner());
-        if woken.try_recv().is_ok() {
+        let granted = woken.try_recv().is_ok();
+        drop(woken);
+        if granted {
             state.give_back(self.session);
-            drop(woken);
             state.grant();
         }
+        drop(state);
     }
 }
 

@@ -2,10 +2,12 @@
 //! every field of it with the long ones shortened in place (each cut says how much it
 //! left out), and no character that could hide or reorder what is shown.
 //!
-//! Both ways of asking use it: MCP elicitation (`serve::server::Approvals`) and the
-//! terminal (`terminal_approvals`). A padded input cannot push a field out of view (the
+//! Both ways of asking use it: MCP elicitation (`serve::approvals`) and the terminal
+//! (`terminal_approvals`). A padded value cannot push a field out of view (the
 //! shortening is [`crate::serve::cut::cut_json`]'s, which shares the room between all
-//! fields), and bidirectional overrides, zero-width and other invisible characters are
+//! fields); an input with more fields or items than can be shown is not shown shortened
+//! but refused ([`input_for_person`]: nobody is asked to approve what they cannot
+//! see); and bidirectional overrides, zero-width and other invisible characters are
 //! shown as `\u202E`-style escapes, so "txt.exe" cannot pass for "exe.txt".
 
 use serde_json::Value;
@@ -16,17 +18,25 @@ use crate::serve::cut::cut_json;
 pub const INPUT_SHOWN_BYTES: usize = 8 * 1024;
 
 /// `input` as a person reads it in an approval question: pretty JSON, whole when it
-/// fits [`INPUT_SHOWN_BYTES`], otherwise with long values shortened in place and a
-/// first line saying so; invisible characters escaped ([`visible`]).
-pub fn input_for_person(input: &Value) -> String {
+/// fits [`INPUT_SHOWN_BYTES`], otherwise with long strings shortened in place and a
+/// first line saying so; invisible characters escaped ([`visible`]). `Err` (the reason
+/// to refuse the call without asking) when even shortened strings leave no room for
+/// every field and item: what would be hidden could be what matters.
+pub fn input_for_person(input: &Value) -> Result<String, String> {
     let cut = cut_json(input, INPUT_SHOWN_BYTES);
     let (value, note) = if cut.cut {
+        if cut.text.contains("more keys cut: output cap is") || cut.text.contains("more items cut: output cap is") {
+            return Err(format!(
+                "its input has more fields or items than a person can be shown ({} of JSON); codemode does not ask anyone to approve what they cannot see: send less in one call",
+                crate::limits::human_bytes(serde_json::to_string(input).map_or(0, |t| t.len()) as u64)
+            ));
+        }
         let shortened = serde_json::from_str::<Value>(&cut.text).unwrap_or(Value::String(cut.text));
         (shortened, "(the input is long: every field is shown, long values shortened where marked …[cut])\n")
     } else {
         (input.clone(), "")
     };
-    visible(&format!("{note}{}", serde_json::to_string_pretty(&value).unwrap_or_default()))
+    Ok(visible(&format!("{note}{}", serde_json::to_string_pretty(&value).unwrap_or_default())))
 }
 
 /// `text` with every character that could hide, reorder or rewrite what a person sees
@@ -88,13 +98,24 @@ mod tests {
     #[test]
     fn a_padded_input_still_shows_every_field() {
         let input = json!({ "pad": "x".repeat(20_000), "command": "rm -rf /srv/data", "note": "safe\u{202E}txt.exe" });
-        let shown = input_for_person(&input);
+        let shown = input_for_person(&input).unwrap();
         assert!(shown.len() < INPUT_SHOWN_BYTES + 512, "{}", shown.len());
         assert!(shown.starts_with("(the input is long"), "{shown}");
         assert!(shown.contains("\"command\": \"rm -rf /srv/data\""), "{shown}");
         assert!(shown.contains("safe\\u202Etxt.exe"), "{shown}");
         assert!(shown.contains("…[cut"), "the shortened value says so: {shown}");
         let small = json!({ "a": 1 });
-        assert_eq!(input_for_person(&small), "{\n  \"a\": 1\n}");
+        assert_eq!(input_for_person(&small).unwrap(), "{\n  \"a\": 1\n}");
+        // A thousand small fields before the one that matters: nothing is hidden, so
+        // nobody is asked.
+        let mut padded = serde_json::Map::new();
+        for i in 0..1000 {
+            padded.insert(format!("pad{i}"), json!("x"));
+        }
+        padded.insert("command".into(), json!("rm -rf /srv/data"));
+        let refused = input_for_person(&Value::Object(padded)).unwrap_err();
+        assert!(refused.starts_with("its input has more fields or items than a person can be shown"), "{refused}");
+        let long_list = json!({ "paths": (0..5000).map(|i| format!("/srv/{i}")).collect::<Vec<_>>() });
+        assert!(input_for_person(&long_list).is_err());
     }
 }

@@ -8,7 +8,10 @@
 
 use std::io;
 
-use landlock::{Access, AccessFs, AccessNet, CompatLevel, Compatible, Ruleset, RulesetAttr, RulesetStatus, Scope, ABI};
+use landlock::{
+    Access, AccessFs, AccessNet, CompatLevel, Compatible, Ruleset, RulesetAttr, RulesetCreatedAttr, RulesetStatus,
+    Scope, ABI,
+};
 use nix::mount::{mount, umount2, MntFlags, MsFlags};
 
 /// The highest Landlock ABI this build knows; the kernel may offer less.
@@ -56,6 +59,26 @@ pub enum LandlockStatus {
     Partial,
     /// The kernel has no Landlock.
     Missing,
+}
+
+/// Lets this process read `folder` (and what is beneath it) and nothing else: no other
+/// file, no writes, no network, no abstract unix sockets or signals out (the plugin
+/// reader of `sandbox-worker detect`, which parses untrusted files).
+pub fn restrict_to_reading(folder: &std::path::Path) -> Result<LandlockStatus, landlock::RulesetError> {
+    let read = AccessFs::from_read(LANDLOCK_ABI);
+    let status = Ruleset::default()
+        .set_compatibility(CompatLevel::BestEffort)
+        .handle_access(AccessFs::from_all(LANDLOCK_ABI))?
+        .handle_access(AccessNet::from_all(LANDLOCK_ABI))?
+        .scope(Scope::from_all(LANDLOCK_ABI))?
+        .create()?
+        .add_rules(landlock::path_beneath_rules([folder], read))?
+        .restrict_self()?;
+    Ok(match status.ruleset {
+        RulesetStatus::FullyEnforced => LandlockStatus::Full,
+        RulesetStatus::PartiallyEnforced => LandlockStatus::Partial,
+        _ => LandlockStatus::Missing,
+    })
 }
 
 /// Denies every filesystem and network access and scopes abstract unix sockets and

@@ -1,0 +1,208 @@
+//! Asking the person behind an MCP client: whether a tool call may run, and what a
+//! plugin (or a plugin's own MCP server) asks during a call.
+//!
+//! Two revisions of MCP, two ways to reach the person ([`Asker`]):
+//! - up to 2025-11-25, the server sends the client an `elicitation/create` request in
+//!   the middle of the `tools/call` ([`Asker::Session`]);
+//! - from 2026-07-28, servers send clients no requests: the `tools/call` answers "input
+//!   required" with the question, and the client asks the person and calls again with
+//!   the answer (Multi Round-Trip Requests). [`Asker::Rounds`] hands the question to the
+//!   paused program's rounds ([`super::rounds`]) and waits for the answer they bring.
+//!
+//! The questions are the same either way: a yes-or-no question, a form, or a page to
+//! open, with the text a person can trust ([`crate::tool::shown`]).
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use rmcp::model::{ClientCapabilities, ElicitRequestParams, ElicitResult, ElicitationAction, ElicitationSchema};
+use rmcp::{Peer, RoleServer};
+use serde_json::{json, Value};
+use tokio::sync::{mpsc, oneshot};
+
+use crate::tool::form::Form;
+use crate::tool::{ApprovalAnswer, ApprovalQuestion};
+
+/// How long a question of a 2026-07-28 client waits for the client to come back with
+/// the answer (within the program's wall clock); then it is refused and the program
+/// goes on.
+pub const ANSWER_WAIT: Duration = Duration::from_secs(5 * 60);
+
+/// A question for the person, on its way to the rounds of a paused program, with where
+/// the answer goes.
+pub struct Question {
+    /// What to ask.
+    pub request: ElicitRequestParams,
+    /// Where the person's answer goes.
+    pub answer: oneshot::Sender<ElicitResult>,
+}
+
+/// Who carries a question to the person.
+#[derive(Clone)]
+pub enum Asker {
+    /// A client of a revision with sessions: an `elicitation/create` request to it.
+    Session(Peer<RoleServer>),
+    /// A 2026-07-28 client: the question ends the current round of the paused program
+    /// ([`super::rounds`]); the answer comes with the client's next request.
+    Rounds {
+        /// What the client said it can do (in the request's `_meta`).
+        capabilities: ClientCapabilities,
+        /// The program's rounds.
+        questions: mpsc::UnboundedSender<Question>,
+    },
+}
+
+impl Asker {
+    /// What the client can do.
+    fn capabilities(&self) -> Option<ClientCapabilities> {
+        match self {
+            Asker::Session(peer) => peer.peer_info().map(|info| info.capabilities.clone()),
+            Asker::Rounds { capabilities, .. } => Some(capabilities.clone()),
+        }
+    }
+
+    /// Sends an elicitation and reads the person's action.
+    async fn send(&self, request: ElicitRequestParams) -> Asked {
+        let answer = match self {
+            Asker::Session(peer) => peer.create_elicitation(request).await.map_err(|e| e.to_string()),
+            Asker::Rounds { questions, .. } => {
+                let (answer, answered) = oneshot::channel();
+                if questions.send(Question { request, answer }).is_err() {
+                    return Asked::Failed("the program's requests are over".into());
+                }
+                match tokio::time::timeout(ANSWER_WAIT, answered).await {
+                    Ok(Ok(answer)) => Ok(answer),
+                    Ok(Err(_)) => Err("the program's requests ended before the client answered".into()),
+                    Err(_) => Err(format!(
+                        "the client did not come back with the person's answer within {} minutes",
+                        ANSWER_WAIT.as_secs() / 60
+                    )),
+                }
+            }
+        };
+        match answer {
+            Ok(answer) => match answer.action {
+                ElicitationAction::Accept => Asked::Accepted(match answer.content {
+                    Some(Value::Object(map)) => Some(map),
+                    _ => None,
+                }),
+                ElicitationAction::Decline => Asked::Declined,
+                _ => Asked::Cancelled,
+            },
+            Err(e) => Asked::Failed(e),
+        }
+    }
+}
+
+/// Asking a person to approve a call, through MCP elicitation.
+pub struct Approvals;
+
+/// What the person said, or why nobody could be asked.
+enum Asked {
+    Accepted(Option<serde_json::Map<String, Value>>),
+    Declined,
+    Cancelled,
+    CannotAsk,
+    Failed(String),
+}
+
+impl Approvals {
+    /// Asks the client's person whether `plugin.tool` may run with `input`. `Err` is the
+    /// message the call rejects with: declined, or the client cannot ask.
+    pub async fn ask_to_run(
+        asker: Asker,
+        plugin: String,
+        tool: String,
+        input: Value,
+        reason: Option<String>,
+    ) -> Result<(), String> {
+        let name = format!("tools.{plugin}.{tool}");
+        let why = reason.map(|r| format!(" ({r})")).unwrap_or_default();
+        let shown = crate::tool::shown::input_for_person(&input)
+            .map_err(|refused| format!("{name} needs a person's approval, and {refused}"))?;
+        let message = crate::tool::shown::visible(&format!(
+            "Allow the tool {tool} of plugin {plugin}{why} to run with this input?\n\n{shown}"
+        ));
+        match Self::elicit(&asker, message).await {
+            Asked::Accepted(_) => Ok(()),
+            Asked::Declined => Err(format!("the person declined the call to {name}")),
+            Asked::Cancelled => Err(format!("the person cancelled the approval of {name}, so it did not run")),
+            Asked::CannotAsk => Err(format!(
+                "{name} needs a person's approval, but this MCP client cannot ask (it does not support elicitation). Use a client that supports elicitation; when the approval comes from `require_approval` in plugin {plugin}'s configuration entry, removing the tool there lets it run unasked"
+            )),
+            Asked::Failed(e) => Err(format!("asking for approval of {name} failed: {e}")),
+        }
+    }
+
+    /// Asks the client's person what a tool asked during a call: a plugin's
+    /// `host/approve`, or a form or page its MCP server asked about (passed on as the
+    /// same kind of elicitation, its answer completed with the form's defaults).
+    pub async fn ask_for_plugin(asker: Asker, question: ApprovalQuestion) -> ApprovalAnswer {
+        let mut message =
+            format!("The tool {} of plugin {} asks: {}", question.tool, question.plugin, question.message.trim());
+        if let Some(details) = &question.details {
+            match crate::tool::shown::input_for_person(details) {
+                Ok(shown) => message.push_str(&format!("\n\n{shown}")),
+                Err(refused) => return ApprovalAnswer::refused(format!("the question's details: {refused}")),
+            }
+        }
+        let message = crate::tool::shown::visible(&message);
+        let form = match question.form.as_ref().map(|schema| (Form::from_schema(schema), schema)) {
+            Some((Ok(form), schema)) => Some((form, schema.clone())),
+            Some((Err(why), _)) => return ApprovalAnswer::refused(format!("the form cannot be shown: {why}")),
+            None => None,
+        };
+        let asked = match (&question.link, &form) {
+            (Some(link), _) => Self::elicit_link(&asker, message, link.clone()).await,
+            (None, Some((_, schema))) => Self::elicit_form(&asker, message, schema.clone()).await,
+            (None, None) => Self::elicit(&asker, message).await,
+        };
+        match asked {
+            Asked::Accepted(content) => match form {
+                Some((form, _)) => ApprovalAnswer::filled(form.complete(content.unwrap_or_default())),
+                None => ApprovalAnswer::allowed(),
+            },
+            Asked::Declined => ApprovalAnswer::refused("the person declined"),
+            Asked::Cancelled => ApprovalAnswer::dismissed("the person cancelled the question"),
+            Asked::CannotAsk => {
+                ApprovalAnswer::refused("nobody can be asked: this MCP client does not support elicitation")
+            }
+            Asked::Failed(e) => ApprovalAnswer::refused(format!("asking the person failed: {e}")),
+        }
+    }
+
+    /// A yes-or-no question (an elicitation with an empty form).
+    async fn elicit(asker: &Asker, message: String) -> Asked {
+        Self::elicit_form(asker, message, json!({ "type": "object", "properties": {} })).await
+    }
+
+    /// A form, as the server's own elicitation.
+    async fn elicit_form(asker: &Asker, message: String, schema: Value) -> Asked {
+        if asker.capabilities().is_none_or(|c| c.elicitation.is_none()) {
+            return Asked::CannotAsk;
+        }
+        let Value::Object(schema) = schema else {
+            return Asked::Failed("the form is not a JSON object schema".into());
+        };
+        let schema = match ElicitationSchema::from_json_schema(schema) {
+            Ok(schema) => schema,
+            Err(e) => return Asked::Failed(e.to_string()),
+        };
+        asker.send(ElicitRequestParams::FormElicitationParams { meta: None, message, requested_schema: schema }).await
+    }
+
+    /// A page to open: URL elicitation where the client supports it, else a question
+    /// whose text holds the link.
+    async fn elicit_link(asker: &Asker, message: String, url: String) -> Asked {
+        let url_mode =
+            asker.capabilities().and_then(|c| c.elicitation.as_ref().map(|e| e.url.is_some())).unwrap_or(false);
+        if !url_mode {
+            return Self::elicit(asker, format!("{message}\n\nOpen this page to continue: {url}")).await;
+        }
+        let id = format!("codemode-{}", ELICITATIONS.fetch_add(1, Ordering::Relaxed));
+        asker.send(ElicitRequestParams::UrlElicitationParams { meta: None, message, url, elicitation_id: id }).await
+    }
+}
+
+/// Numbers URL elicitations.
+static ELICITATIONS: AtomicU64 = AtomicU64::new(1);
