@@ -80,6 +80,24 @@ ensure_mcp_everything() {
   export MCP_EVERYTHING_BIN
 }
 
+# The official TypeScript MCP SDK v2 (client and server, which speak 2026-07-28), pinned,
+# under target/ts-sdk, with the test scripts that use it copied beside it (ESM resolves
+# packages from the script's own folder). Sets TS_SDK_DIR.
+TS_SDK_PACKAGES=("@modelcontextprotocol/client@2.4.0" "@modelcontextprotocol/server@2.4.0"
+  "@modelcontextprotocol/core@2.4.0" "@modelcontextprotocol/node@2.1.2" "zod@4.6.7")
+TS_SDK_DIR="$REPO_ROOT/target/ts-sdk"
+ensure_ts_sdk() {
+  if [ "$(cat "$TS_SDK_DIR/.installed" 2>/dev/null)" != "${TS_SDK_PACKAGES[*]}" ]; then
+    ensure_node
+    mkdir -p "$TS_SDK_DIR"
+    printf '{ "name": "codemode-ts-sdk", "private": true, "type": "module" }\n' >"$TS_SDK_DIR/package.json"
+    (cd "$TS_SDK_DIR" && npm install --no-audit --no-fund --loglevel=error "${TS_SDK_PACKAGES[@]}" >/dev/null)
+    echo "${TS_SDK_PACKAGES[*]}" >"$TS_SDK_DIR/.installed"
+  fi
+  cp "$REPO_ROOT/tests/plugins/mcp2026_server.mjs" "$REPO_ROOT/tests/mcp/strict_client.mjs" "$TS_SDK_DIR/"
+  export TS_SDK_DIR
+}
+
 # The escape suite's worker: the same sandbox-worker built with the
 # insecure-test-switches feature (`exec --skip-layer`), kept under its own name. The
 # release worker is built again right after, so target/release/sandbox-worker is never

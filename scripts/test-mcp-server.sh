@@ -15,6 +15,12 @@ ensure_mcp_venv
 "$MCP_VENV/bin/python" tests/mcp/test_mcp_server.py target/release/codemode
 # As a service: stateless replicas, /healthz, /readyz, /metrics and the JSON log.
 "$MCP_VENV/bin/python" tests/mcp/test_service.py target/release/codemode
+# MCP 2026-07-28 on both sides: strict clients (Python SDK 2.x and TypeScript SDK v2) on
+# stdio and HTTP, approvals through Multi Round-Trip Requests, replicas behind a
+# round-robin proxy, 2026-only plugin servers (TypeScript, stdio and HTTP) and a Python
+# one asking their own questions.
+ensure_ts_sdk
+"$MCP_VENV/bin/python" tests/mcp/test_mcp_2026.py target/release/codemode "$TS_SDK_DIR"
 # A remote MCP server (the SDK's own, over streamable HTTP) as a plugin.
 "$MCP_VENV/bin/python" tests/mcp/test_remote_plugins.py target/release/codemode
 # OAuth against the SDK's own authorization server: login, refresh, logout.

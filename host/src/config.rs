@@ -344,6 +344,10 @@ pub struct PluginConfig {
     /// How codemode identifies itself when an MCP server at a `url` asks for OAuth
     /// (`codemode auth login`).
     pub oauth: Option<OAuthSettings>,
+    /// Which revision of MCP to speak to an MCP server: `"auto"` (the default: ask with
+    /// `server/discover` and use 2026-07-28 where the server offers it, else the
+    /// `initialize` handshake), `"2026-07-28"` or `"2025-11-25"`.
+    pub protocol: Option<crate::plugins::mcp::McpProtocol>,
     /// Off: the plugin is configured but not started.
     #[serde(default = "yes")]
     pub enabled: bool,
@@ -449,6 +453,7 @@ const KIND_SETTINGS: &[(&str, &[PluginKind])] = &[
     ("headers", &[PluginKind::Mcp]),
     ("bearer_token", &[PluginKind::Mcp]),
     ("oauth", &[PluginKind::Mcp]),
+    ("protocol", &[PluginKind::Mcp]),
     ("path", &[PluginKind::Javascript]),
     ("format", &[PluginKind::Javascript]),
     ("settings", &[PluginKind::Javascript]),
@@ -467,6 +472,7 @@ fn misplaced_settings(plugin: &PluginConfig) -> Vec<&'static str> {
         "headers" => !plugin.headers.is_empty(),
         "bearer_token" => plugin.bearer_token.is_some(),
         "oauth" => plugin.oauth.is_some(),
+        "protocol" => plugin.protocol.is_some(),
         "path" => plugin.path.is_some(),
         "format" => plugin.format.is_some(),
         "settings" => !plugin.settings.is_empty(),
@@ -741,6 +747,7 @@ impl Config {
                     },
                 },
                 call_timeout: launch.call_timeout,
+                protocol: p.protocol.unwrap_or_default(),
             })
             .collect()
     }

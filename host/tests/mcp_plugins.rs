@@ -34,6 +34,7 @@ async fn setup(name: &str, command: &str, args: Vec<String>, timeout: Duration) 
             cwd: None,
         },
         call_timeout: timeout,
+        protocol: Default::default(),
     });
     let host = Arc::new(PluginHost::new(Catalog::new(), vec![]).with_mcp(vec![server]));
     let (catalog, problems) = host.catalog().await;
@@ -159,6 +160,7 @@ async fn the_mcp_everything_server_over_http() {
         name: "everything".into(),
         transport: McpTransport::Http(HttpServer::new(format!("http://127.0.0.1:{port}/mcp"))),
         call_timeout: Duration::from_secs(30),
+        protocol: Default::default(),
     });
     let host = Arc::new(PluginHost::new(Catalog::new(), vec![]).with_mcp(vec![plugin]));
     let (catalog, problems) = host.catalog().await;

@@ -79,6 +79,10 @@ def write_config(url, extra=""):
 name = "remote"
 kind = "mcp"
 url = "{url}"
+# The server's tools ask in the session's way (elicitation requests during the call),
+# so this test speaks the handshake revision to it; tests/mcp/test_mcp_2026.py covers
+# 2026-07-28 servers.
+protocol = "2025-11-25"
 headers = {{ "X-Api-Key" = {{ env = "REMOTE_KEY" }} }}
 bearer_token = {{ env = "REMOTE_TOKEN" }}
 """)

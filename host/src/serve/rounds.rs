@@ -114,6 +114,8 @@ pub struct Run {
 
 struct Inbox {
     questions: mpsc::UnboundedReceiver<Question>,
+    /// False once every sender of questions is gone.
+    questions_open: bool,
     finished: Option<oneshot::Receiver<CallToolResult>>,
 }
 
@@ -198,7 +200,7 @@ impl Rounds {
         let run = Arc::new(Run {
             id: id.clone(),
             binding,
-            inbox: tokio::sync::Mutex::new(Inbox { questions, finished: Some(finished) }),
+            inbox: tokio::sync::Mutex::new(Inbox { questions, questions_open: true, finished: Some(finished) }),
             asked: Mutex::new(BTreeMap::new()),
             next_key: std::sync::atomic::AtomicU64::new(1),
             ended: Mutex::new(None),
@@ -255,20 +257,27 @@ impl Rounds {
         // Questions asked before and still unanswered are asked again at once.
         let waiting = run.asked.lock().unwrap_or_else(|p| p.into_inner()).values().any(|q| !q.answer.is_closed());
         if !waiting {
-            let Inbox { questions, finished } = &mut *inbox;
-            let next = tokio::select! {
-                question = questions.recv() => question.map(Next::Question),
-                result = async {
-                    match finished.as_mut() {
-                        Some(finished) => finished.await.ok(),
-                        None => std::future::pending().await,
-                    }
-                } => Some(Next::Finished(result)),
-                () = cancelled.cancelled() => return Err(ErrorData::internal_error("the request was cancelled; its program goes on, and the same requestState finds it", None)),
+            let next = loop {
+                let Inbox { questions, questions_open, finished } = &mut *inbox;
+                tokio::select! {
+                    biased;
+                    () = cancelled.cancelled() => return Err(ErrorData::internal_error("the request was cancelled; its program goes on, and the same requestState finds it", None)),
+                    result = async {
+                        match finished.as_mut() {
+                            Some(finished) => finished.await.ok(),
+                            None => std::future::pending().await,
+                        }
+                    } => break Next::Finished(result),
+                    question = questions.recv(), if *questions_open => match question {
+                        Some(question) => break Next::Question(question),
+                        // Every sender is gone: only the program's end can come now.
+                        None => *questions_open = false,
+                    },
+                }
             };
             match next {
-                Some(Next::Question(question)) => self.ask(run, question),
-                Some(Next::Finished(result)) => {
+                Next::Question(question) => self.ask(run, question),
+                Next::Finished(result) => {
                     inbox.finished = None;
                     self.runs.lock().unwrap_or_else(|p| p.into_inner()).remove(&run.id);
                     let result = result.unwrap_or_else(|| {
@@ -278,8 +287,6 @@ impl Rounds {
                     });
                     return Ok(CallToolResponse::Complete(result));
                 }
-                // Every sender is gone: the program's end is on its way.
-                None => {}
             }
             // Questions that came together are asked together.
             while let Ok(question) = inbox.questions.try_recv() {

@@ -10,10 +10,12 @@
 //! - **log messages**: to codemode's log, at their level, under the plugin's name;
 //! - **tool list changes**: the host asks for the tools again.
 //!
-//! MCP does not say which of the client's requests a server's elicitation belongs to.
-//! codemode asks the person behind the calls in flight when they all have the same one;
-//! with calls of several programs in flight it cannot tell whose question it is, and
-//! declines rather than ask the wrong person ([`InFlight::asker`]).
+//! Up to 2025-11-25, MCP does not say which of the client's requests a server's
+//! elicitation belongs to. codemode asks the person behind the calls in flight when they
+//! all have the same one; with calls of several programs in flight it cannot tell whose
+//! question it is, and declines rather than ask the wrong person ([`InFlight::asker`]).
+//! From 2026-07-28 the question comes back as the call's own answer ("input required"),
+//! and goes to that call's person ([`ask_person`], from `McpPlugin::call_tool`).
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -91,6 +93,51 @@ impl InFlight {
     }
 }
 
+/// Asks the person behind a call of `plugin.tool` what its server asked (an
+/// elicitation: a form to fill in or a page to open), through the call's `approver`,
+/// and says their answer as the server reads it (an accepted form completed with its
+/// defaults, SEP-1034). Both ways a server asks use it: an `elicitation/create` request
+/// during the call (up to 2025-11-25), and an "input required" answer to the call
+/// (2026-07-28).
+pub(super) async fn ask_person(
+    plugin: &str,
+    tool: String,
+    approver: &Arc<dyn Approver>,
+    request: ElicitRequestParams,
+) -> Result<ElicitResult, ErrorData> {
+    let mut question = ApprovalQuestion { plugin: plugin.to_string(), tool, ..ApprovalQuestion::default() };
+    let form = match request {
+        ElicitRequestParams::FormElicitationParams { message, requested_schema, .. } => {
+            question.message = message;
+            let schema = serde_json::to_value(&requested_schema).unwrap_or_default();
+            let form = Form::from_schema(&schema).map_err(|why| ErrorData::invalid_params(why, None))?;
+            question.form = Some(schema);
+            Some(form)
+        }
+        ElicitRequestParams::UrlElicitationParams { message, url, .. } => {
+            question.message = message;
+            question.link = Some(url);
+            None
+        }
+        _ => return Ok(ElicitResult::new(ElicitationAction::Decline)),
+    };
+    let answer = approver.ask(question).await;
+    let action = match (answer.approved, answer.cancelled) {
+        (true, _) => ElicitationAction::Accept,
+        (false, true) => ElicitationAction::Cancel,
+        (false, false) => ElicitationAction::Decline,
+    };
+    if let Some(reason) = answer.reason.as_deref().filter(|_| !answer.approved) {
+        tracing::info!(plugin = %plugin, "the server's question was not accepted: {reason}");
+    }
+    let mut result = ElicitResult::new(action);
+    if let (true, Some(form)) = (answer.approved, form) {
+        let content = form.complete(answer.content.unwrap_or_default());
+        result = result.with_content(serde_json::Value::Object(content));
+    }
+    Ok(result)
+}
+
 /// codemode's side of one MCP session with a plugin's server.
 #[derive(Clone)]
 pub(super) struct ServerMessages {
@@ -109,8 +156,8 @@ impl ClientHandler for ServerMessages {
             .with_url(UrlElicitationCapability::new());
         let mut capabilities = ClientCapabilities::default();
         capabilities.elicitation = Some(elicitation);
-        // The revision whose session features codemode relies on (a server's questions
-        // during a call, tool list changes), as on codemode's own server side.
+        // The handshake's revision, for servers that answer `initialize` (those that
+        // speak 2026-07-28 are found with `server/discover`: see `McpPlugin::connect`).
         ClientConfig::new(capabilities, Implementation::new("codemode", env!("CARGO_PKG_VERSION")))
             .with_protocol_version(ProtocolVersion::V_2025_11_25)
     }
@@ -127,37 +174,7 @@ impl ClientHandler for ServerMessages {
                 return Ok(ElicitResult::new(ElicitationAction::Decline));
             }
         };
-        let mut question = ApprovalQuestion { plugin: self.plugin.clone(), tool, ..ApprovalQuestion::default() };
-        let form = match request {
-            ElicitRequestParams::FormElicitationParams { message, requested_schema, .. } => {
-                question.message = message;
-                let schema = serde_json::to_value(&requested_schema).unwrap_or_default();
-                let form = Form::from_schema(&schema).map_err(|why| ErrorData::invalid_params(why, None))?;
-                question.form = Some(schema);
-                Some(form)
-            }
-            ElicitRequestParams::UrlElicitationParams { message, url, .. } => {
-                question.message = message;
-                question.link = Some(url);
-                None
-            }
-            _ => return Ok(ElicitResult::new(ElicitationAction::Decline)),
-        };
-        let answer = approver.ask(question).await;
-        let action = match (answer.approved, answer.cancelled) {
-            (true, _) => ElicitationAction::Accept,
-            (false, true) => ElicitationAction::Cancel,
-            (false, false) => ElicitationAction::Decline,
-        };
-        if let Some(reason) = answer.reason.as_deref().filter(|_| !answer.approved) {
-            tracing::info!(plugin = %self.plugin, "the server's question was not accepted: {reason}");
-        }
-        let mut result = ElicitResult::new(action);
-        if let (true, Some(form)) = (answer.approved, form) {
-            let content = form.complete(answer.content.unwrap_or_default());
-            result = result.with_content(serde_json::Value::Object(content));
-        }
-        Ok(result)
+        ask_person(&self.plugin, tool, &approver, request).await
     }
 
     async fn on_progress(&self, params: ProgressNotificationParam, _context: NotificationContext<RoleClient>) {
