@@ -13,7 +13,8 @@ codemode as the server, driven by the official MCP Python SDK's client pinned to
   changes through `subscriptions/listen`;
 - a program whose plugin is itself a 2026-07-28 server asking a question the same way
   (the Python SDK's resolver `Elicit`): the question travels plugin → codemode → client
-  and back, for a strict client and a handshake-era one;
+  and back, for a strict client and a handshake-era one, and to the terminal under
+  `codemode run`;
 - two `codemode serve` replicas with one state key behind a plain round-robin proxy: a
   program with an approval in the middle, its retry reaching the other replica;
 - the same by hand, request by request: a retry sent to the other replica is passed on
@@ -51,6 +52,7 @@ from mcp.client.stdio import StdioServerParameters
 
 import harness
 from harness import CODEMODE, ROOT, check
+from test_remote_plugins import on_terminal
 
 warnings.simplefilter("ignore")
 
@@ -293,6 +295,14 @@ async def plugin_that_asks(folder):
         path = config(folder, f'\n[[plugin]]\nname = "py"\nkind = "mcp"\nurl = "http://127.0.0.1:{port}/mcp"\n')
         era = subprocess.run([CODEMODE, "run", "--config", path, "-"], input="return JSON.parse(await tools.py.era({})).protocol", capture_output=True, text=True, timeout=60)
         check(era.stdout.strip() == "2026-07-28", f"codemode speaks 2026-07-28 to a server that offers it: {era.stdout} {era.stderr[-300:]}")
+        # Under `codemode run` the same question is asked on the terminal.
+        out = on_terminal(
+            [CODEMODE, "run", "--config", path, "-"],
+            "return await tools.py.pick_color({})",
+            dict(os.environ),
+            [("Which color should it be?", None), ("Fill in the form? [y/N] ", "y"), ("color", "teal")],
+        )
+        check(out.strip() == "picked teal", f"the plugin's question answered on the terminal: {out!r}")
         for mode in ("2026-07-28", "legacy"):
             asker = Asker(content={"color": "teal"})
             params = StdioServerParameters(command=CODEMODE, args=["mcp", "--config", path])

@@ -505,7 +505,11 @@ impl McpPlugin {
                         .collect();
                     serde_json::json!({ "roots": roots })
                 }
-                _ => return Err("it asked codemode for a model's completion (sampling), which codemode does not offer".into()),
+                _ => {
+                    return Err(
+                        "it asked codemode for a model's completion (sampling), which codemode does not offer".into()
+                    )
+                }
             };
             answers.insert(key, answer);
         }
