@@ -14,6 +14,7 @@
 # deploy/kubernetes/codemode-seccomp.json. Checked:
 #
 # - `codemode sandbox-check` shows every sandbox layer active, and a program runs;
+# - the image's search model is found and ranks by meaning;
 # - `codemode serve` in the container answers /healthz (every layer), /readyz and an
 #   execute request;
 # - with a profile that refuses unshare (as a runtime's default does without
@@ -51,6 +52,9 @@ fi
 rm -rf "$WORK/build" && mkdir -p "$WORK/build/src/target/dist"
 cp target/release/codemode target/release/sandbox-worker "$WORK/build/src/target/dist/"
 cp -r plugins "$WORK/build/src/plugins"
+ensure_search_model
+mkdir -p "$WORK/build/src/target/dist/models"
+cp -r "$SEARCH_MODEL_DIR" "$WORK/build/src/target/dist/models/all-MiniLM-L6-v2"
 "${PODMAN[@]}" build --quiet --build-context build="$WORK/build" --build-arg RUNTIME_BASE="$BASE" --target runtime \
   -t localhost/codemode:check . >/dev/null
 IMAGE=localhost/codemode:check
@@ -64,6 +68,10 @@ if echo "$report" | grep -E "^[a-z_]+ +MISSING"; then fail "a layer is missing i
 answer=$(echo 'return await tools.math.add({ a: 1, b: 2 })' |
   "${PODMAN[@]}" run -i "${RUN_AS_KUBERNETES[@]}" --security-opt seccomp="$PROFILE" "$IMAGE" run --example-tools -)
 [ "$answer" = "3" ] || fail "a program in the container answered: $answer"
+# The image's search model ranks by meaning (the root is read-only: no embedding cache).
+ranker=$(echo 'const [hit] = await tools.$search("how hot will it be"); return `${hit.call} ${hit.ranker}`' |
+  "${PODMAN[@]}" run -i "${RUN_AS_KUBERNETES[@]}" --security-opt seccomp="$PROFILE" "$IMAGE" run --example-tools -)
+[ "$ranker" = "tools.weather.forecast all-MiniLM-L6-v2 + BM25" ] || fail "a search in the container: $ranker"
 
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
 ops=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')

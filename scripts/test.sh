@@ -7,6 +7,10 @@ ensure_system_packages
 cd "$REPO_ROOT"
 # The integration tests drive the real sandbox-worker binary: build every binary first.
 cargo build --release --workspace --bins
+# tools.$search's sentence encoder (tests/catalog_search.rs and the large-catalog test
+# require it).
+ensure_search_model
+export CODEMODE_SEARCH_MODEL="$SEARCH_MODEL_DIR"
 # The seed-format plugin fixtures with their npm packages (cached under target/formats).
 bash scripts/npm-fixtures.sh
 SCHEMA_TEST_NODE_MODULES="$REPO_ROOT/target/formats/schema-libs/node_modules" node --test --test-reporter=dot tests/js/plugin_schema.test.mjs

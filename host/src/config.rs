@@ -137,6 +137,11 @@ pub struct ServerConfig {
     /// a key of this process).
     #[serde(default = "default_state_key_env")]
     pub state_key_env: String,
+    /// `tools.$search`'s sentence encoder: the folder of all-MiniLM-L6-v2 (relative to
+    /// this file), or `"off"` for BM25 alone. Without it, codemode looks in
+    /// `$XDG_DATA_HOME/codemode/models/all-MiniLM-L6-v2`, then the container image's
+    /// copy (`crate::tool::semantic::find_model`).
+    pub search_model: Option<String>,
 }
 
 fn default_state_key_env() -> String {
@@ -194,6 +199,7 @@ impl Default for ServerConfig {
             ops_listen: None,
             replica_url: None,
             state_key_env: default_state_key_env(),
+            search_model: None,
             max_sessions: default_max_sessions(),
             session_idle_ms: default_session_idle_ms(),
             tls_cert: None,
@@ -661,6 +667,17 @@ impl Config {
         }
         config.rules_text()?;
         Ok(config)
+    }
+
+    /// The search model's folder, as `[server] search_model` says or where codemode
+    /// finds one; `None` when it is `"off"` or there is none.
+    pub fn search_model(&self) -> Option<PathBuf> {
+        let env = |name: &str| std::env::var(name).ok();
+        match self.server.search_model.as_deref() {
+            Some("off") => None,
+            Some(path) => crate::tool::semantic::find_model(Some(&self.base_dir.join(path)), &env),
+            None => crate::tool::semantic::find_model(None, &env),
+        }
     }
 
     /// The limits, defaults overridden by `[limits]` (checked when the file is loaded).

@@ -122,6 +122,15 @@ enum Command {
         #[arg(long)]
         force: bool,
     },
+    /// Write a copy of the search model (the folder of all-MiniLM-L6-v2's
+    /// `model.safetensors` and `tokenizer.json`) with its weight matrices as int8: a
+    /// quarter of the size, the same rankings.
+    PackSearchModel {
+        /// The model's folder.
+        from: PathBuf,
+        /// Where to write the packed copy.
+        to: PathBuf,
+    },
     /// Print each sandbox layer, whether it is active on this machine, and why not.
     SandboxCheck {
         /// The sandbox-worker binary (default: $CODEMODE_WORKER, or next to codemode).
@@ -210,6 +219,27 @@ async fn auth(command: AuthCommand) -> anyhow::Result<i32> {
     };
     print_result(&text)?;
     Ok(0)
+}
+
+/// The search model of `config`, loaded, when there is one (a model that cannot be
+/// loaded is said on stderr, and search ranks by words alone).
+async fn search_model(config: &Config) -> Option<Arc<codemode::tool::semantic::Semantic>> {
+    let model = config.search_model()?;
+    let env = |name: &str| std::env::var(name).ok();
+    let cache = codemode::tool::semantic::cache_folder(&env);
+    let loaded =
+        tokio::task::spawn_blocking(move || codemode::tool::semantic::Semantic::load(&model, cache.as_deref())).await;
+    match loaded {
+        Ok(Ok(semantic)) => Some(Arc::new(semantic)),
+        Ok(Err(e)) => {
+            eprintln!("codemode: the search model cannot be used ({e}); tools.$search ranks by words alone");
+            None
+        }
+        Err(e) => {
+            eprintln!("codemode: the search model cannot be used ({e}); tools.$search ranks by words alone");
+            None
+        }
+    }
 }
 
 /// What `mcp` and `serve` share.
@@ -469,11 +499,18 @@ async fn list_tools(args: ToolsArgs) -> anyhow::Result<i32> {
         return Ok(if failed { 1 } else { 0 });
     }
     if description {
+        // The ranker in use: with a search model where codemode finds one.
+        let ranker = if config.search_model().is_some() {
+            codemode::tool::semantic::RANKER.to_string()
+        } else {
+            "BM25 (no search model installed: scripts/demo.sh installs it)".to_string()
+        };
         let text = codemode::serve::description::execute_description(
             &catalog,
             &config.limits(),
             config.server.output_bytes,
             config.server.catalog_budget,
+            &ranker,
         );
         print_result(text.trim_end())?;
         let tools: usize = catalog.plugins().map(|(_, t)| t.count()).sum();
@@ -523,13 +560,25 @@ async fn run(args: RunArgs) -> anyhow::Result<i32> {
     let worker = args.worker.clone().unwrap_or_else(codemode::default_worker_path);
     let plugins = Arc::new(plugin_host(&config, args.example_tools, &worker, sandbox));
     let (catalog, _problems) = plugins.catalog().await;
+    // A program that searches gets its tools embedded before it starts (from the
+    // cache after the first run): one run has no later searches to embed for.
+    let semantic = if code.contains("$search") { search_model(&config).await } else { None };
     // One program: a warm pool would only fork workers that nobody takes.
-    let mut builder =
-        Executor::builder().launch_mode(args.launch).limits(limits).catalog(catalog).sandbox(sandbox).warm_workers(0);
+    let mut builder = Executor::builder()
+        .launch_mode(args.launch)
+        .limits(limits)
+        .catalog(catalog)
+        .sandbox(sandbox)
+        .warm_workers(0)
+        .semantic(semantic);
     if let Some(w) = &args.worker {
         builder = builder.worker_path(w);
     }
     let executor = Arc::new(builder.build().await.context("starting the executor")?);
+    if let Some(semantic) = executor.semantic().cloned() {
+        let catalog = executor.catalog();
+        tokio::task::spawn_blocking(move || catalog.search_index().build_dense(&semantic)).await?;
+    }
     plugins.keep_current(Arc::clone(&executor));
     let approvals =
         codemode::terminal_approvals::PreApproved::new(args.approve_all, &args.approve, args.accept_defaults)
@@ -587,6 +636,7 @@ async fn serve(args: ServeArgs, http: Option<Listen>) -> anyhow::Result<i32> {
             .catalog(catalog)
             .sandbox(sandbox)
             .warm_workers(config.server.warm_workers.unwrap_or_else(codemode::launcher::default_warm_workers))
+            .semantic(search_model(&config).await)
             .build()
             .await
             .context("starting the executor")?,
@@ -845,6 +895,9 @@ fn main() {
             Command::SandboxCheck { worker } => {
                 codemode::sandbox_report::check(&worker.unwrap_or_else(codemode::default_worker_path))
             }
+            Command::PackSearchModel { from, to } => codemode::tool::encoder::pack(&from, &to)
+                .map(|()| 0)
+                .map_err(|e| anyhow::Error::from(UsageError(e.to_string()))),
             Command::SandboxExec { insecure_allow_weaker_sandbox, worker, payload } => {
                 let policy = if insecure_allow_weaker_sandbox {
                     SandboxPolicy::InsecureAllowWeaker

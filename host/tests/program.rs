@@ -456,8 +456,13 @@ async fn a_program_searches_the_catalog_then_calls_what_it_found() {
                try { await tools.$search(5); } catch (e) { badQuery = `${e.name}: ${e.message}`; }
                try { await tools.$search("sum", { limit: 500 }); } catch (e) { badLimit = e.message; }
                const sums = await tools.$search("add two numbers", { plugin: "math" });
+               const either = await tools.$search(["sum of numbers", "weather forecast"], { limit: 2 });
+               let badPhrasing, tooMany;
+               try { await tools.$search(["sum", null]); } catch (e) { badPhrasing = `${e.name}: ${e.message}`; }
+               try { await tools.$search(Array(9).fill("sum")); } catch (e) { tooMany = e.message; }
                return { count: found.length, call, declared: declaration.includes("city: string"), city: forecast.city, badQuery, badLimit,
-                        sums: sums.map((h) => h.call), plugins: Object.keys(tools) };"#,
+                        sums: sums.map((h) => h.call), plugins: Object.keys(tools), ranker: found[0].ranker,
+                        either: either.map((h) => h.call).sort(), badPhrasing, tooMany };"#,
         )
         .await;
     let value = ok_value(&outcome);
@@ -467,11 +472,47 @@ async fn a_program_searches_the_catalog_then_calls_what_it_found() {
     assert_eq!(value["city"], "Oslo");
     assert_eq!(
         value["badQuery"],
-        "TypeError: tools.$search: the query must be a string, not number; call it as tools.$search(\"what the tool should do\") or tools.$search(query, { plugin: \"name\", limit: 10 })"
+        "TypeError: tools.$search: the query must be a string or an array of strings, not number; call it as tools.$search(\"what the tool should do\"), tools.$search([\"one phrasing\", \"another\"]) or tools.$search(query, { plugin: \"name\", limit: 10 })"
     );
+    assert_eq!(
+        value["badPhrasing"],
+        "TypeError: tools.$search: phrasing 1 of the query must be a string, not null; call it as tools.$search(\"what the tool should do\"), tools.$search([\"one phrasing\", \"another\"]) or tools.$search(query, { plugin: \"name\", limit: 10 })"
+    );
+    assert_eq!(value["tooMany"], "tools.$search: give one phrasing or up to 8 (an array of strings), not 9");
+    assert_eq!(value["either"], json!(["tools.math.add", "tools.weather.forecast"]), "one hit for each phrasing");
+    assert_eq!(value["ranker"], "BM25", "no search model given to this executor");
     assert_eq!(value["badLimit"], "tools.$search: limit must be between 1 and 50, not 500");
     assert_eq!(value["sums"], json!(["tools.math.add"]));
     assert_eq!(value["plugins"], json!(["math", "weather"]), "$search is not a plugin");
+}
+
+/// A call that fails at once, never awaited: its answer races the program's end (it
+/// may reach the worker before the outcome leaves, or find the worker gone), and the
+/// outcome names it every time.
+#[tokio::test]
+async fn a_call_answered_as_the_program_ends_is_still_named() {
+    let fail = Tool::from_fn(def("fail", None), |_, _| async { ToolResult::error("refused at once") });
+    let ok = Tool::from_fn(def("ok", None), |_, _| async { ToolResult::text("fine") });
+    let catalog = Catalog::new().with("quick", fail).unwrap().with("quick", ok).unwrap();
+    let ex = executor_with(LaunchMode::Template, Limits::default(), catalog).await;
+    for round in 0..40 {
+        let outcome = ex.run(r#"tools.quick.fail({}); tools.quick.ok({}); return "sent";"#).await;
+        assert_eq!(outcome.kind, OutcomeKind::Ok { value: Some("\"sent\"".into()) }, "round {round}");
+        let calls: Vec<(String, Option<String>)> =
+            outcome.unawaited_calls.iter().map(|c| (c.call.clone(), c.failure.clone())).collect();
+        assert_eq!(
+            calls,
+            [
+                ("tools.quick.fail".to_string(), Some("refused at once".to_string())),
+                ("tools.quick.ok".to_string(), None)
+            ],
+            "round {round}: {}",
+            outcome.agent_text()
+        );
+    }
+    // One the program awaited, answered at once, is not named.
+    let outcome = ex.run(r#"await tools.quick.ok({}); return "awaited";"#).await;
+    assert!(outcome.unawaited_calls.is_empty(), "{}", outcome.agent_text());
 }
 
 #[tokio::test]

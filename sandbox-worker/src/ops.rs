@@ -37,7 +37,9 @@ pub struct HostLink {
     pub channel: RefCell<WorkerChannel>,
     /// Tool calls waiting for their answer, by call id.
     pub pending: RefCell<HashMap<u64, oneshot::Sender<ToolAnswer>>>,
-    next_call_id: Cell<u64>,
+    /// The calls whose answers the program's JavaScript had not seen when it ended
+    /// (reported by the driver before the outcome; the first report counts).
+    pub in_flight_at_end: RefCell<Option<Vec<u64>>>,
     console_left: Cell<u64>,
     console_dropped: Cell<u64>,
     /// The program's budget of tool data in flight ([`json_cost`] of the inputs).
@@ -55,7 +57,7 @@ impl HostLink {
         Self {
             channel: RefCell::new(channel),
             pending: RefCell::new(HashMap::new()),
-            next_call_id: Cell::new(1),
+            in_flight_at_end: RefCell::new(None),
             console_left: Cell::new(console_bytes),
             console_dropped: Cell::new(0),
             tool_budget,
@@ -204,6 +206,17 @@ pub fn op_codemode_finish(state: &mut OpState, #[string] kind: &str, #[string] p
     }
 }
 
+/// The calls in flight as the program ends, as its JavaScript sees them: `ids`
+/// separated by commas.
+#[op2(fast)]
+pub fn op_codemode_calls_in_flight(state: &mut OpState, #[string] ids: &str) {
+    let Some(link) = state.try_borrow::<Rc<HostLink>>() else { return };
+    let mut kept = link.in_flight_at_end.borrow_mut();
+    if kept.is_none() {
+        *kept = Some(ids.split(',').filter_map(|id| id.parse().ok()).collect());
+    }
+}
+
 #[op2(fast)]
 pub fn op_codemode_out_of_memory(state: &mut OpState) {
     if let Some(trip) = state.try_borrow::<MemoryTrip>() {
@@ -250,6 +263,7 @@ pub async fn op_codemode_tool_call(
     #[string] plugin: String,
     #[string] tool: String,
     #[string] input: String,
+    call_id: f64,
 ) -> Result<String, JsErrorBox> {
     let link = state
         .borrow()
@@ -265,8 +279,13 @@ pub async fn op_codemode_tool_call(
             return Err(JsErrorBox::type_error(format!("tool input is not JSON: {e}")));
         }
     };
-    let call_id = link.next_call_id.get();
-    link.next_call_id.set(call_id + 1);
+    // The driver numbers the calls (1, 2, ...), so that it can say which it has not
+    // seen answered when the program ends.
+    let call_id = call_id as u64;
+    if link.pending.borrow().contains_key(&call_id) {
+        link.tool_in_flight.set(link.tool_in_flight.get().saturating_sub(cost));
+        return Err(JsErrorBox::generic(format!("tool call {call_id} is already in flight")));
+    }
     let (tx, rx) = oneshot::channel();
     link.pending.borrow_mut().insert(call_id, tx);
     link.send(&WorkerToHost::ToolCall { call_id, plugin, tool, input });
@@ -294,6 +313,7 @@ deno_core::extension!(
         op_codemode_register_entropy,
         op_codemode_program,
         op_codemode_finish,
+        op_codemode_calls_in_flight,
         op_codemode_out_of_memory,
         op_codemode_console,
         op_codemode_tool_call,

@@ -127,7 +127,13 @@ pub fn rehearse(engine: &mut Engine, event_loop: &tokio::runtime::Runtime) {
     };
     let reported = hand_to_driver(engine, spec);
     let _ = drive(engine, event_loop, function, reported);
-    engine.runtime.op_state().borrow_mut().try_take::<Finishing>();
+    let state = engine.runtime.op_state();
+    let mut state = state.borrow_mut();
+    state.try_take::<Finishing>();
+    // What the rehearsal's end reported is not the program's.
+    if let Some(link) = state.try_borrow::<Rc<HostLink>>() {
+        link.in_flight_at_end.borrow_mut().take();
+    }
 }
 
 /// Puts `spec` where the driver reads it (`op_codemode_program`) and a fresh
@@ -351,8 +357,12 @@ fn is_out_of_memory(js: &deno_core::error::JsError) -> bool {
 
 /// Sends the outcome and exits.
 fn finish(link: &HostLink, outcome: WorkerOutcome) -> ! {
+    // Every call the program never saw answered: still waiting here, or answered into
+    // the runtime after the program ended (its answer queued behind the end).
     let mut unanswered_calls: Vec<u64> = link.pending.borrow().keys().copied().collect();
+    unanswered_calls.extend(link.in_flight_at_end.borrow().iter().flatten());
     unanswered_calls.sort_unstable();
+    unanswered_calls.dedup();
     let times = link.times.get();
     let times = (times.received_ns > 0).then(|| WorkerTimes { ended_ns: monotonic_ns(), ..times });
     link.send(&WorkerToHost::Finished {

@@ -4,8 +4,9 @@
 
 - lists N tools (default 3), each padded to about B bytes of description and schema
   (a large but legal tool list);
-- with --flood-ms, announces `host/tools.changed` every MS milliseconds from the moment
-  it is initialized (a plugin flooding the host with changes);
+- with --flood-ms, renames a tool `flicker_N` (N counting up) and announces `host/tools.changed`
+  every MS milliseconds from the moment it is initialized (a plugin flooding the host
+  with real changes);
 - with --count, appends one line to FILE for every `tools/list` it answers (so the suite
   can count how often the host asks);
 - `echo` returns its input; `environ` reads the host's /proc/<ppid>/environ and says
@@ -27,6 +28,7 @@ parser.add_argument("--count", default=None)
 args = parser.parse_args()
 
 out_lock = threading.Lock()
+flickering = {"count": 0}
 
 
 def send(message):
@@ -50,7 +52,10 @@ def tools():
             "inputSchema": {"type": "object", "properties": {"ms": {"type": "number"}}},
         },
     ]
-    for i in range(max(0, args.tools - len(listed))):
+    padded = max(0, args.tools - len(listed))
+    if flickering["count"]:
+        listed.append({"name": f"flicker_{flickering['count']}", "description": "Changes.", "inputSchema": {"type": "object"}})
+    for i in range(padded):
         pad = "lorem ipsum dolor sit amet " * max(1, args.tool_bytes // 2 // 27)
         listed.append(
             {
@@ -68,6 +73,7 @@ def tools():
 def flood():
     while True:
         time.sleep(args.flood_ms / 1000)
+        flickering["count"] += 1
         send({"jsonrpc": "2.0", "method": "host/tools.changed"})
 
 
@@ -102,7 +108,7 @@ for line in sys.stdin:
         if args.count:
             with open(args.count, "a") as f:
                 f.write("list\n")
-        if listing is None:
+        if listing is None or args.flood_ms:
             listing = tools()
         send({"jsonrpc": "2.0", "id": rid, "result": {"tools": listing}})
     elif method == "tool/call":

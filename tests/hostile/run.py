@@ -322,10 +322,12 @@ def case_module(folder):
 
 FLOOD_JS = """export function activate(api) {
   api.tools.register({ name: "steady", description: "Always there.", run: () => "ok" });
-  let handle = null;
+  // A new name every tick (not one tool coming and going, which a re-list once a
+  // second can see in the same state every time).
+  let handle = null, n = 0;
   setInterval(() => {
-    if (handle) { handle.remove(); handle = null; }
-    else handle = api.tools.register({ name: "flicker", description: "Comes and goes.", run: () => "ok" });
+    if (handle) handle.remove();
+    handle = api.tools.register({ name: `flicker_${++n}`, description: "Changes.", run: () => "ok" });
   }, %d);
 }
 """
@@ -391,6 +393,8 @@ def case_biglist(folder):
             answer = client.request("tools/list", {"cursor": cursor} if cursor else {}, timeout=300)
             pages += 1
             largest = max(largest, answer["_bytes"])
+            if "result" not in answer:
+                return f"page {pages} refused: {answer.get('error')}", pages, largest
             tools += len(answer["result"]["tools"])
             cursor = answer["result"].get("nextCursor")
             if not cursor:

@@ -3,15 +3,18 @@
 //! have, since `$` is not allowed in plugin names), and [`super::calls`] answers them
 //! here, from the executor's current catalog.
 //!
-//! - `search` (`tools.$search(query, { plugin, limit })`): the catalog's best tools
-//!   for the query ([`crate::tool::search`]), each with its TypeScript declaration, so
-//!   a program can discover a tool and call it in the same run.
+//! - `search` (`tools.$search(query, { plugin, limit })`, the query one phrasing or
+//!   several): the catalog's best tools for the query ([`crate::tool::search`]: by
+//!   meaning and words when a search model is installed, by words otherwise), each
+//!   with its TypeScript declaration, its score and the ranker's name, so a program can
+//!   discover a tool and call it in the same run.
 
 use protocol::ToolAnswer;
 use serde::Deserialize;
 use serde_json::value::RawValue;
 use serde_json::{json, Value};
 
+use crate::tool::semantic::Semantic;
 use crate::tool::Catalog;
 use crate::typescript::{access_path, tool_declaration};
 
@@ -26,31 +29,52 @@ pub const MAX_QUERY_CHARS: usize = 1_000;
 pub const MAX_QUERY_WORDS: usize = 64;
 /// The most hits one search returns.
 const MAX_LIMIT: usize = 50;
+/// The most phrasings one search takes.
+pub const MAX_PHRASINGS: usize = 8;
 
 /// `tools.$search`'s input.
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct SearchInput {
-    query: String,
+    query: Query,
     plugin: Option<String>,
     limit: Option<usize>,
 }
 
-/// Answers the built-in call `tool` with `input` (JSON text) from `catalog`.
-pub(super) fn answer(catalog: &Catalog, tool: &str, input: &str) -> ToolAnswer {
+/// One phrasing of what the tool should do, or several (merged).
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum Query {
+    One(String),
+    Several(Vec<String>),
+}
+
+/// Answers the built-in call `tool` with `input` (JSON text) from `catalog`, ranking by
+/// meaning too when `semantic` is given.
+pub(super) fn answer(catalog: &Catalog, semantic: Option<&Semantic>, tool: &str, input: &str) -> ToolAnswer {
     match tool {
         "search" => match serde_json::from_str::<SearchInput>(input) {
-            Ok(input) => search(catalog, input),
+            Ok(input) => search(catalog, semantic, input),
             Err(e) => ToolAnswer::Reject(format!(
-                "tools.$search: {e}; call it as tools.$search(\"what the tool does\") or tools.$search(query, {{ plugin: \"name\", limit: 10 }})"
+                "tools.$search: {e}; call it as tools.$search(\"what the tool does\"), tools.$search([\"one phrasing\", \"another\"]) or tools.$search(query, {{ plugin: \"name\", limit: 10 }})"
             )),
         },
         other => ToolAnswer::Reject(format!("codemode has no built-in call {other:?}; the built-in is tools.$search")),
     }
 }
 
-fn search(catalog: &Catalog, input: SearchInput) -> ToolAnswer {
-    if let Some(why) = query_too_large(&input.query) {
+fn search(catalog: &Catalog, semantic: Option<&Semantic>, input: SearchInput) -> ToolAnswer {
+    let queries = match input.query {
+        Query::One(query) => vec![query],
+        Query::Several(queries) => queries,
+    };
+    if queries.is_empty() || queries.len() > MAX_PHRASINGS {
+        return ToolAnswer::Reject(format!(
+            "tools.$search: give one phrasing or up to {MAX_PHRASINGS} (an array of strings), not {}",
+            queries.len()
+        ));
+    }
+    if let Some(why) = queries.iter().find_map(|q| query_too_large(q)) {
         return ToolAnswer::Reject(why);
     }
     let limit = input.limit.unwrap_or(DEFAULT_LIMIT);
@@ -66,7 +90,9 @@ fn search(catalog: &Catalog, input: SearchInput) -> ToolAnswer {
             ));
         }
     }
-    let hits = catalog.search_index().search(&input.query, input.plugin.as_deref(), limit);
+    let index = catalog.search_index();
+    let ranker = ranker_name(semantic, index.has_dense());
+    let hits = index.search_phrasings(&queries, input.plugin.as_deref(), limit, semantic);
     let found: Vec<Value> = hits
         .iter()
         .filter_map(|hit| {
@@ -77,12 +103,23 @@ fn search(catalog: &Catalog, input: SearchInput) -> ToolAnswer {
                 "tool": hit.tool,
                 "description": tool.definition.description,
                 "declaration": tool_declaration(&hit.plugin, tool),
+                "score": (hit.score * 10_000.0).round() / 10_000.0,
+                "ranker": ranker,
             }))
         })
         .collect();
     match RawValue::from_string(Value::Array(found).to_string()) {
         Ok(raw) => ToolAnswer::Resolve(raw),
         Err(e) => ToolAnswer::Reject(format!("tools.$search: {e}")),
+    }
+}
+
+/// The ranker a search used, as its hits name it.
+pub fn ranker_name(semantic: Option<&Semantic>, dense_ready: bool) -> String {
+    match semantic {
+        Some(s) if dense_ready => s.ranker(),
+        Some(_) => "BM25 (the search model is still embedding the tools)".to_string(),
+        None => "BM25".to_string(),
     }
 }
 
@@ -133,34 +170,51 @@ mod tests {
 
     #[test]
     fn a_search_returns_calls_with_their_declarations() {
-        let hits = resolved(answer(&catalog(), "search", r#"{"query":"will it rain in Oslo"}"#));
+        let hits = resolved(answer(&catalog(), None, "search", r#"{"query":"will it rain in Oslo"}"#));
         assert_eq!(hits[0]["call"], "tools.weather.forecast");
+        assert_eq!(
+            (hits[0]["ranker"].as_str(), hits[0]["score"].as_f64().is_some_and(|s| s > 0.0)),
+            (Some("BM25"), true)
+        );
         assert_eq!(
             hits[0]["declaration"],
             "/** Tomorrow's forecast for a city. */\ntools.weather.forecast(input: {\n  city: string;\n}): Promise<string>;\n"
         );
-        assert_eq!(resolved(answer(&catalog(), "search", r#"{"query":"zebra"}"#)), json!([]));
+        assert_eq!(resolved(answer(&catalog(), None, "search", r#"{"query":"zebra"}"#)), json!([]));
+        // Several phrasings of one need, merged.
+        let hits = resolved(answer(&catalog(), None, "search", r#"{"query":["will it rain","zebra"]}"#));
+        assert_eq!(hits[0]["call"], "tools.weather.forecast");
     }
 
     #[test]
     fn bad_searches_say_what_to_write() {
-        assert!(rejected(answer(&catalog(), "search", r#"{"q":"x"}"#)).starts_with("tools.$search: unknown field `q`"));
+        assert!(rejected(answer(&catalog(), None, "search", r#"{"q":"x"}"#))
+            .starts_with("tools.$search: unknown field `q`"));
         assert_eq!(
-            rejected(answer(&catalog(), "search", r#"{"query":"x","limit":0}"#)),
+            rejected(answer(&catalog(), None, "search", r#"{"query":"x","limit":0}"#)),
             "tools.$search: limit must be between 1 and 50, not 0"
         );
         assert_eq!(
-            rejected(answer(&catalog(), "search", r#"{"query":"x","plugin":"nope"}"#)),
+            rejected(answer(&catalog(), None, "search", r#"{"query":"x","plugin":"nope"}"#)),
             "tools.$search: there is no plugin \"nope\"; the plugins are weather"
         );
-        assert!(rejected(answer(&catalog(), "other", "{}")).contains("no built-in call \"other\""));
+        assert!(rejected(answer(&catalog(), None, "other", "{}")).contains("no built-in call \"other\""));
         let long = serde_json::to_string(&json!({ "query": "rain ".repeat(65) })).unwrap();
         assert_eq!(
-            rejected(answer(&catalog(), "search", &long)),
+            rejected(answer(&catalog(), None, "search", &long)),
             "tools.$search: the query has 325 characters and 65 words; a query may have at most 1000 characters and 64 words: describe what the tool should do in a sentence"
         );
+        assert_eq!(
+            rejected(answer(
+                &catalog(),
+                None,
+                "search",
+                &serde_json::to_string(&json!({ "query": vec!["x"; 9] })).unwrap()
+            )),
+            "tools.$search: give one phrasing or up to 8 (an array of strings), not 9"
+        );
         let wide = serde_json::to_string(&json!({ "query": "x".repeat(1001) })).unwrap();
-        assert!(rejected(answer(&catalog(), "search", &wide))
+        assert!(rejected(answer(&catalog(), None, "search", &wide))
             .starts_with("tools.$search: the query has 1001 characters and 1 words"));
     }
 }

@@ -42,6 +42,8 @@ pub(super) struct CallScope {
     /// ...and all programs' together at most one per core, so that no program's searches
     /// fill the host's blocking pool.
     pub(super) builtin_slots: Arc<tokio::sync::Semaphore>,
+    /// The search model, when one is installed.
+    pub(super) semantic: Option<Arc<crate::tool::semantic::Semantic>>,
 }
 
 impl CallScope {
@@ -121,9 +123,10 @@ pub(super) async fn serve_call(
             );
         }
         let catalog = Arc::clone(&scope.current.read().unwrap_or_else(|p| p.into_inner()));
+        let semantic = scope.semantic.clone();
         let answered = tokio::task::spawn_blocking(move || {
             let started = thread_cpu();
-            let answer = super::builtin::answer(&catalog, &tool, input.get());
+            let answer = super::builtin::answer(&catalog, semantic.as_deref(), &tool, input.get());
             (answer, thread_cpu().saturating_sub(started))
         })
         .await;

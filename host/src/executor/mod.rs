@@ -37,6 +37,7 @@ use crate::launcher::{
 };
 use crate::limits::{LimitError, Limits};
 use crate::outcome::{Outcome, OutcomeKind, Phases};
+use crate::tool::semantic::Semantic;
 use crate::tool::{Caller, Catalog};
 
 /// Why an executor could not be built.
@@ -61,6 +62,7 @@ pub struct ExecutorBuilder {
     sandbox: SandboxPolicy,
     tool_bytes_budget: Option<u64>,
     warm_workers: Option<usize>,
+    semantic: Option<Arc<Semantic>>,
 }
 
 /// The tool data all programs together may have in flight by default (each program also
@@ -118,6 +120,12 @@ impl ExecutorBuilder {
         self.catalog = catalog;
         self
     }
+    /// The search model (`tools.$search` then ranks by meaning too: every catalog's
+    /// tools are embedded in the background; see [`crate::tool::semantic`]).
+    pub fn semantic(mut self, semantic: Option<Arc<Semantic>>) -> Self {
+        self.semantic = semantic;
+        self
+    }
     /// Checks the limits, finds the worker and (in template mode) starts the template.
     pub async fn build(self) -> Result<Executor, ExecutorError> {
         self.limits.validate()?;
@@ -127,11 +135,14 @@ impl ExecutorBuilder {
             limits: self.limits.worker_limits(),
         };
         let launcher = Launcher::new(worker, self.mode, self.sandbox, warm).await?;
+        let catalog = Arc::new(self.catalog);
+        embed_in_background(self.semantic.as_ref(), &catalog);
         Ok(Executor {
             launcher,
             limits: self.limits,
             busy_poll: self.busy_poll.unwrap_or(DEFAULT_BUSY_POLL),
-            catalog: Arc::new(RwLock::new(Arc::new(self.catalog))),
+            catalog: Arc::new(RwLock::new(catalog)),
+            semantic: self.semantic,
             catalog_version: tokio::sync::watch::channel(0).0,
             next_program: AtomicU64::new(1),
             running: Arc::new(AtomicUsize::new(0)),
@@ -174,6 +185,26 @@ pub struct Executor {
     tool_budget: Arc<SharedToolBudget>,
     /// Built-in calls (`tools.$search`) of all programs at once: one per core.
     builtin_slots: Arc<tokio::sync::Semaphore>,
+    /// The search model, when one is installed.
+    semantic: Option<Arc<Semantic>>,
+}
+
+/// How `tools.$search` ranks with `semantic` (by meaning and words) or without (BM25).
+pub fn search_ranker(semantic: Option<&Semantic>) -> String {
+    semantic.map_or_else(|| "BM25".to_string(), Semantic::ranker)
+}
+
+/// Embeds `catalog`'s tools with `semantic` on a thread of its own (searches meanwhile
+/// rank by words alone); nothing without a model.
+fn embed_in_background(semantic: Option<&Arc<Semantic>>, catalog: &Arc<Catalog>) {
+    let Some(semantic) = semantic.cloned() else { return };
+    let catalog = Arc::clone(catalog);
+    let spawned = std::thread::Builder::new().name("codemode-embed".into()).spawn(move || {
+        catalog.search_index().build_dense(&semantic);
+    });
+    if let Err(e) = spawned {
+        tracing::warn!("cannot embed the tools for search: {e}; searches rank by words alone");
+    }
 }
 
 /// One program to run, and how: its code, and optionally its limits (the executor's by
@@ -275,8 +306,15 @@ impl Executor {
     /// Replaces the catalog; programs that start later see the new one, and every
     /// [`Executor::watch_catalog`] receiver is told.
     pub fn set_catalog(&self, catalog: Catalog) {
-        *self.catalog.write().unwrap_or_else(|p| p.into_inner()) = Arc::new(catalog);
+        let catalog = Arc::new(catalog);
+        embed_in_background(self.semantic.as_ref(), &catalog);
+        *self.catalog.write().unwrap_or_else(|p| p.into_inner()) = catalog;
         self.catalog_version.send_modify(|v| *v += 1);
+    }
+
+    /// The search model, when one is installed.
+    pub fn semantic(&self) -> Option<&Arc<Semantic>> {
+        self.semantic.as_ref()
     }
 
     /// A receiver that changes whenever the catalog is replaced.
@@ -338,6 +376,7 @@ impl Executor {
                 host_cpu_used: std::sync::atomic::AtomicU64::new(0),
                 builtin_turn: tokio::sync::Semaphore::new(1),
                 builtin_slots: Arc::clone(&self.builtin_slots),
+                semantic: self.semantic.clone(),
             };
             let mut session =
                 Session::new(scope, limits, self.busy_poll, cancel.child_token(), Arc::clone(&self.tool_budget));

@@ -171,7 +171,9 @@ impl Session {
         let mut inputs_in_flight: u64 = 0;
         // Right after an answer, the worker's next message is usually microseconds away.
         let mut just_answered = false;
-        loop {
+        // The worker's report of how the program ended: from the loop, or from what a
+        // worker that stopped reading still sent.
+        let report = loop {
             let poll_budget = if just_answered { self.busy_poll } else { Duration::ZERO };
             just_answered = false;
             tokio::select! {
@@ -180,7 +182,7 @@ impl Session {
                 () = &mut deadline => return Ended::WallClock,
                 flushed = to_worker.flush_to_worker(), if to_worker.has_pending() => {
                     if let Err(e) = flushed {
-                        return self.drain(&mut from_worker, format!("writing to the worker failed: {e}")).await;
+                        break self.drain(&mut from_worker, format!("writing to the worker failed: {e}")).await;
                     }
                 }
                 Some((call_id, answer, cost)) = calls.next(), if !calls.is_empty() => {
@@ -195,7 +197,7 @@ impl Session {
                     }
                     let answer = within_budget(answer, budget);
                     if let Err(e) = to_worker.queue_to_worker(&HostToWorker::ToolAnswer { call_id, answer }) {
-                        return self.drain(&mut from_worker, format!("answering a tool call failed: {e}")).await;
+                        break self.drain(&mut from_worker, format!("answering a tool call failed: {e}")).await;
                     }
                     just_answered = calls.is_empty();
                 }
@@ -233,7 +235,7 @@ impl Session {
                             Some(why) => {
                                 drop(input);
                                 if let Err(e) = to_worker.queue_to_worker(&HostToWorker::ToolAnswer { call_id, answer: ToolAnswer::Reject(why) }) {
-                                    return self.drain(&mut from_worker, format!("answering a tool call failed: {e}")).await;
+                                    break self.drain(&mut from_worker, format!("answering a tool call failed: {e}")).await;
                                 }
                             }
                             None => {
@@ -250,27 +252,69 @@ impl Session {
                     }
                     Ok(WorkerToHost::Console { level, text }) => self.console.push(level, &text),
                     Ok(WorkerToHost::Finished { outcome, console_dropped_bytes, unanswered_calls, times }) => {
-                        self.worker_times = times.map(|t| (t, protocol::monotonic_ns()));
-                        if !unanswered_calls.is_empty() {
-                            // Answered already (on their way to the worker), or still running here.
-                            let (done, running): (Vec<u64>, Vec<u64>) = unanswered_calls.into_iter().partition(|id| !names.contains_key(id));
-                            let running: std::collections::HashSet<u64> = running.into_iter().collect();
-                            self.unawaited = done
-                                .iter()
-                                .filter_map(|id| recent.iter().find(|(r, _)| r == id).map(|(_, call)| call.clone()))
-                                .collect();
-                            names.retain(|id, _| running.contains(id));
-                            let still = self.settle_unawaited(calls, names, &mut deadline).await;
-                            self.unawaited.extend(still);
-                        }
-                        return Ended::Finished(outcome, console_dropped_bytes);
+                        break Ok(Report { outcome, console_dropped_bytes, unanswered_calls, times, late_calls: Vec::new() });
                     }
                     Err(e) if e.is_disconnect() => return Ended::Disconnected(e.to_string()),
                     Err(e) => return Ended::Broken(format!("the worker sent an invalid message: {e}")),
                 },
             }
+        };
+        let Report { outcome, console_dropped_bytes, unanswered_calls, times, late_calls } = match report {
+            Ok(report) => report,
+            Err(ended) => return ended,
+        };
+        self.worker_times = times.map(|t| (t, protocol::monotonic_ns()));
+        // Calls the worker sent after it stopped reading: the program started them, so
+        // they run as any call it never awaited does (within the same limits).
+        for (call_id, plugin, tool, input) in late_calls {
+            self.tool_calls += 1;
+            let label = call_label(&plugin, &tool);
+            let cost = json_cost(input.get());
+            if self.tool_calls > self.limits.tool_calls {
+                let why = format!("not run: the program made more than {} tool calls", self.limits.tool_calls);
+                recent.push_back((call_id, UnawaitedCall::ended(label, &ToolAnswer::Reject(why))));
+            } else if self.shared_budget.take(cost).is_err() {
+                let why =
+                    "not run: the host is holding as much tool data for all running programs as it may".to_string();
+                recent.push_back((call_id, UnawaitedCall::ended(label, &ToolAnswer::Reject(why))));
+            } else {
+                let hold = SharedHold { budget: Arc::clone(&self.shared_budget), cost };
+                names.insert(call_id, label);
+                let call = serve_call(Arc::clone(&self.calls), self.cancel.child_token(), call_id, plugin, tool, input);
+                calls.push(
+                    call.map(move |(id, answer)| {
+                        drop(hold);
+                        (id, answer, cost)
+                    })
+                    .boxed(),
+                );
+            }
         }
+        if !unanswered_calls.is_empty() {
+            // Answered already (on their way to the worker), or still running here.
+            let (done, running): (Vec<u64>, Vec<u64>) =
+                unanswered_calls.into_iter().partition(|id| !names.contains_key(id));
+            let running: std::collections::HashSet<u64> = running.into_iter().collect();
+            self.unawaited = done
+                .iter()
+                .filter_map(|id| recent.iter().find(|(r, _)| r == id).map(|(_, call)| call.clone()))
+                .collect();
+            names.retain(|id, _| running.contains(id));
+            let still = self.settle_unawaited(calls, names, &mut deadline).await;
+            self.unawaited.extend(still);
+        }
+        Ended::Finished(outcome, console_dropped_bytes)
     }
+}
+
+/// The worker's last message: how the program ended.
+struct Report {
+    outcome: protocol::WorkerOutcome,
+    console_dropped_bytes: u64,
+    unanswered_calls: Vec<u64>,
+    times: Option<protocol::WorkerTimes>,
+    /// Calls read after the worker stopped reading (see [`Session::drain`]).
+    late_calls: Vec<(u64, String, String, Box<serde_json::value::RawValue>)>,
 }
 
 /// Four words of fresh randomness from the kernel, for one program's generators.
@@ -337,25 +381,35 @@ impl Session {
     }
 
     /// The worker stopped reading (it may have finished while an answer was on its way):
-    /// reads what it still sent, which may be its outcome, before calling it gone.
-    async fn drain(&mut self, from_worker: &mut protocol::FromWorker, why: String) -> Ended {
+    /// reads what it still sent, which may be its outcome and calls it started as it
+    /// ended, before calling it gone.
+    async fn drain(&mut self, from_worker: &mut protocol::FromWorker, why: String) -> Result<Report, Ended> {
+        let mut late_calls = Vec::new();
         let drained = tokio::time::timeout(DRAIN_TIMEOUT, async {
             loop {
                 match from_worker.recv_from_worker().await {
-                    Ok(WorkerToHost::Finished { outcome, console_dropped_bytes, .. }) => {
-                        return Some(Ended::Finished(outcome, console_dropped_bytes))
+                    Ok(WorkerToHost::Finished { outcome, console_dropped_bytes, unanswered_calls, times }) => {
+                        let late_calls = std::mem::take(&mut late_calls);
+                        return Some(Report { outcome, console_dropped_bytes, unanswered_calls, times, late_calls });
                     }
                     Ok(WorkerToHost::Console { level, text }) => {
                         self.heard_from_worker = true;
                         self.console.push(level, &text)
                     }
-                    Ok(WorkerToHost::ToolCall { .. }) => self.heard_from_worker = true,
+                    Ok(WorkerToHost::ToolCall { call_id, plugin, tool, input }) => {
+                        self.heard_from_worker = true;
+                        // Kept to run once the outcome arrives, up to the in-flight limit
+                        // (the host would refuse calls past it).
+                        if late_calls.len() < self.limits.tool_calls_in_flight {
+                            late_calls.push((call_id, plugin, tool, input));
+                        }
+                    }
                     Err(_) => return None,
                 }
             }
         })
         .await;
-        drained.ok().flatten().unwrap_or(Ended::Disconnected(why))
+        drained.ok().flatten().ok_or(Ended::Disconnected(why))
     }
 }
 

@@ -20,17 +20,28 @@ use crate::limits::{human_bytes, human_duration, Limits};
 use crate::tool::{Approval, Catalog, Tool};
 use crate::typescript::{access_path, property_key};
 
-/// The plugin listing of a large catalog grows to at most this many times the budget;
-/// past it, the remaining plugins show their tool count only.
-const LISTING_BUDGET_FACTOR: usize = 4;
+/// The plugin listing of a large catalog grows to at most this many times the budget
+/// (16,000 characters at the default budget), by naming fewer of each plugin's tools.
+const LISTING_BUDGET_FACTOR: usize = 2;
+/// A plugin's line names at most this many of its tools (then how many more).
+const LISTED_NAMES: usize = 12;
+/// Fewer names than this say too little of a plugin to be worth their room.
+const FEWEST_NAMES: usize = 3;
 
 /// The `execute` tool's description for `catalog` under `limits`, with results cut at
-/// `output_bytes` and the tools declared in full while they fit `budget`.
-pub fn execute_description(catalog: &Catalog, limits: &Limits, output_bytes: usize, budget: CatalogBudget) -> String {
+/// `output_bytes` and the tools declared in full while they fit `budget`; `ranker`
+/// names how `tools.$search` ranks (`crate::executor::search_ranker`).
+pub fn execute_description(
+    catalog: &Catalog,
+    limits: &Limits,
+    output_bytes: usize,
+    budget: CatalogBudget,
+    ranker: &str,
+) -> String {
     let declarations = crate::typescript::declarations(catalog);
     let tool_count: usize = catalog.plugins().map(|(_, tools)| tools.filter(|t| !t.definition.hidden).count()).sum();
     let tools_section = match budget {
-        CatalogBudget::Chars(limit) if declarations.len() > limit => large_catalog(catalog, tool_count, limit),
+        CatalogBudget::Chars(limit) if declarations.len() > limit => large_catalog(catalog, tool_count, limit, ranker),
         _ => format!(
             "The {tool_count} tools, as TypeScript declarations (`tools` is `Tools`):\n\n```ts\n{declarations}```"
         ),
@@ -90,31 +101,52 @@ fn approval_note(catalog: &Catalog) -> String {
 
 /// The tools section of a catalog too large to declare: how to search it, then each
 /// plugin with its summary and tool names.
-fn large_catalog(catalog: &Catalog, tool_count: usize, budget: usize) -> String {
+fn large_catalog(catalog: &Catalog, tool_count: usize, budget: usize, ranker: &str) -> String {
     let plugins: Vec<(&str, Vec<&Tool>)> = catalog
         .plugins()
         .map(|(plugin, tools)| (plugin, tools.filter(|t| !t.definition.hidden).collect::<Vec<_>>()))
         .filter(|(_, tools)| !tools.is_empty())
         .collect();
     let mut text = format!(
-        r#"There are {tool_count} tools in {plugins} plugins, too many to declare here. Find the ones you need inside the program, then call them in the same program: `await tools.$search("what the tool should do")` resolves with the best matches, best first, each `{{ call, plugin, tool, description, declaration }}` where `declaration` is its TypeScript declaration (read its input and what it resolves with there); `tools.$search(query, {{ plugin: "name", limit: 10 }})` searches one plugin or returns more (at most 50). Return the declarations you need when you want to read them before calling. A tool declared `Promise<string>` resolves with its text (`JSON.parse` it when it holds JSON); one whose result holds an image, audio or a resource resolves with its MCP content list.
+        r#"There are {tool_count} tools in {plugins} plugins, too many to declare here. Find the ones you need inside the program, then call them in the same program: `await tools.$search("what the tool should do")` resolves with the best matches, best first, each `{{ call, plugin, tool, description, declaration, score, ranker }}` where `declaration` is its TypeScript declaration (read its input and what it resolves with there); it ranks by {ranker}. Give several phrasings at once to widen it (`tools.$search(["open a bug", "file an issue"])`); `tools.$search(query, {{ plugin: "name", limit: 10 }})` searches one plugin or returns more (at most 50). Return the declarations you need when you want to read them before calling. A tool declared `Promise<string>` resolves with its text (`JSON.parse` it when it holds JSON); one whose result holds an image, audio or a resource resolves with its MCP content list.
 
 The plugins and their tools:
 "#,
-        plugins = plugins.len()
+        plugins = plugins.len(),
+        ranker = ranker_words(ranker),
     );
-    let room = budget.saturating_mul(LISTING_BUDGET_FACTOR);
-    for (plugin, tools) in plugins {
+    let room = budget.saturating_mul(LISTING_BUDGET_FACTOR).saturating_sub(text.len());
+    // Every plugin gets its line (name, count, summary) and the same number of its tool
+    // names: as many as fit the room, at most LISTED_NAMES, none when fewer than
+    // FEWEST_NAMES would fit.
+    let line = |plugin: &str, tools: &[&Tool], names: usize| {
         let summary = catalog.summary(plugin).map(|s| format!(": {s}")).unwrap_or_default();
-        let names: Vec<&str> = tools.iter().map(|t| t.definition.name.as_str()).collect();
-        let full = format!("- tools{} ({} tools){summary} — {}\n", access_path(plugin), names.len(), names.join(", "));
-        if text.len() + full.len() <= room {
-            text.push_str(&full);
-        } else {
-            text.push_str(&format!("- tools{} ({} tools){summary}\n", access_path(plugin), names.len()));
+        let mut line = format!("- tools{} ({} tools){summary}", access_path(plugin), tools.len());
+        if names > 0 {
+            let shown: Vec<&str> = tools.iter().map(|t| t.definition.name.as_str()).take(names).collect();
+            line.push_str(&format!(" — {}", shown.join(", ")));
+            if tools.len() > names {
+                line.push_str(&format!(", … {} more", tools.len() - names));
+            }
         }
-    }
+        line.push('\n');
+        line
+    };
+    let listing =
+        |names: usize| -> String { plugins.iter().map(|(plugin, tools)| line(plugin, tools, names)).collect() };
+    let listed =
+        (FEWEST_NAMES..=LISTED_NAMES).rev().map(listing).find(|l| l.len() <= room).unwrap_or_else(|| listing(0));
+    text.push_str(&listed);
     text
+}
+
+/// How a ranker's name reads in a sentence.
+fn ranker_words(ranker: &str) -> String {
+    if ranker.starts_with("BM25") {
+        "the query's words (BM25)".to_string()
+    } else {
+        format!("meaning and words together ({ranker})")
+    }
 }
 
 /// A two-call example with a tool the catalog really has (inputs made from its
@@ -221,7 +253,7 @@ mod tests {
 
     #[test]
     fn the_description_states_the_limits_the_cap_and_every_tool() {
-        let text = execute_description(&catalog(), &Limits::default(), 64 * 1024, CatalogBudget::DEFAULT);
+        let text = execute_description(&catalog(), &Limits::default(), 64 * 1024, CatalogBudget::DEFAULT, "BM25");
         assert!(text.contains("Limits: 256 MiB of memory; 10 s of JavaScript between two tool answers (waiting for tools does not count); 15 min in all; 64 KiB of console output"), "{text}");
         assert!(text.contains("A result longer than 64 KiB is cut to fit"), "{text}");
         assert!(text.contains("These tools ask a person to approve each call first; a declined call rejects with an Error saying so: tools.notes.delete."), "{text}");
@@ -237,12 +269,12 @@ mod tests {
 
     #[test]
     fn the_example_calls_a_tool_that_exists_and_no_sentence_is_written_twice() {
-        let text = execute_description(&catalog(), &Limits::default(), 64 * 1024, CatalogBudget::DEFAULT);
+        let text = execute_description(&catalog(), &Limits::default(), 64 * 1024, CatalogBudget::DEFAULT, "BM25");
         assert!(
             text.contains("Example:\nconst [first, second] = await Promise.all([tools.weather.forecast({ city: \"city 1\" }), tools.weather.forecast({ city: \"city 2\" })]);\nreturn { first, second };\n"),
             "{text}"
         );
-        let empty = execute_description(&Catalog::new(), &Limits::default(), 64 * 1024, CatalogBudget::DEFAULT);
+        let empty = execute_description(&Catalog::new(), &Limits::default(), 64 * 1024, CatalogBudget::DEFAULT, "BM25");
         assert!(empty.contains("tools.<plugin>.<tool>(inputA)"), "{empty}");
         let all = sentences(&text);
         for (i, sentence) in all.iter().enumerate() {
@@ -272,21 +304,41 @@ mod tests {
     #[test]
     fn past_the_budget_plugins_are_listed_and_programs_search() {
         let catalog = large(40, 25);
-        let full = execute_description(&catalog, &Limits::default(), 64 * 1024, CatalogBudget::Unlimited);
+        let full = execute_description(&catalog, &Limits::default(), 64 * 1024, CatalogBudget::Unlimited, "BM25");
         assert!(full.contains("The 1000 tools, as TypeScript declarations"));
-        let text = execute_description(&catalog, &Limits::default(), 64 * 1024, CatalogBudget::DEFAULT);
+        let text = execute_description(&catalog, &Limits::default(), 64 * 1024, CatalogBudget::DEFAULT, "BM25");
         assert!(text.contains("There are 1000 tools in 40 plugins, too many to declare here."), "{text}");
         assert!(text.contains("`await tools.$search(\"what the tool should do\")`"), "{text}");
         assert!(text.contains("- tools.plugin0 (25 tools): Plugin number 0. — tool_0, tool_1, tool_10,"), "{text}");
         assert!(!text.contains("```ts"), "no declarations past the budget");
         assert!(full.len() > 10 * text.len(), "{} vs {}", full.len(), text.len());
-        // The listing stops naming tools at four times the budget; every plugin is still there.
-        let tight = execute_description(&catalog, &Limits::default(), 64 * 1024, CatalogBudget::Chars(1_000));
-        assert!(tight.contains("- tools.plugin9 (25 tools): Plugin number 9.\n"), "{tight}");
-        assert!(tight.contains("- tools.plugin0 (25 tools): Plugin number 0. — tool_0,"), "{tight}");
+        // The listing names fewer tools of every plugin to stay within twice the budget,
+        // none when fewer than three would fit; every plugin is still there.
+        let tight = execute_description(&catalog, &Limits::default(), 64 * 1024, CatalogBudget::Chars(2_300), "BM25");
+        let lines: Vec<&str> = tight.lines().filter(|l| l.starts_with("- tools.")).collect();
+        assert_eq!(lines.len(), 40, "{tight}");
+        assert!(lines.iter().all(|l| l.ends_with(", … 22 more")), "three names each: {lines:?}");
+        assert!(
+            tight.contains("- tools.plugin0 (25 tools): Plugin number 0. — tool_0, tool_1, tool_10, … 22 more\n"),
+            "{tight}"
+        );
+        let tighter = execute_description(&catalog, &Limits::default(), 64 * 1024, CatalogBudget::Chars(1_000), "BM25");
+        assert!(tighter.contains("- tools.plugin0 (25 tools): Plugin number 0.\n"), "{tighter}");
+        assert!(tighter.contains("- tools.plugin39 (25 tools): Plugin number 39.\n"), "{tighter}");
+        // A thousand tools cost an agent under 20,000 characters, and the ranker is named.
+        assert!(text.chars().count() < 20_000, "{} characters", text.chars().count());
+        assert!(text.contains("it ranks by the query's words (BM25)."), "{text}");
+        let meaning = execute_description(
+            &catalog,
+            &Limits::default(),
+            64 * 1024,
+            CatalogBudget::DEFAULT,
+            crate::tool::semantic::RANKER,
+        );
+        assert!(meaning.contains("it ranks by meaning and words together (all-MiniLM-L6-v2 + BM25)."), "{meaning}");
         // Below the budget, the seed's rule holds unchanged.
         let small = large(2, 2);
-        assert!(execute_description(&small, &Limits::default(), 64 * 1024, CatalogBudget::DEFAULT)
+        assert!(execute_description(&small, &Limits::default(), 64 * 1024, CatalogBudget::DEFAULT, "BM25")
             .contains("The 4 tools, as TypeScript declarations"));
     }
 

@@ -207,7 +207,7 @@ impl Rounds {
         });
         let mut runs = self.runs.lock().unwrap_or_else(|p| p.into_inner());
         // Runs whose client never came back for the result.
-        runs.retain(|_, run| !run.ended().is_some_and(|at| at.elapsed() > RESULT_KEPT));
+        runs.retain(|_, run| run.ended().is_none_or(|at| at.elapsed() <= RESULT_KEPT));
         runs.insert(id, Arc::clone(&run));
         let side = RunSide { questions: questions_tx, finished: finished_tx, run: Arc::clone(&run) };
         (run, side)
@@ -404,8 +404,7 @@ fn json_rpc_answer(body: &str) -> Option<serde_json::Value> {
     body.lines()
         .filter_map(|line| line.strip_prefix("data:"))
         .filter_map(|data| serde_json::from_str::<serde_json::Value>(data.trim()).ok())
-        .filter(|message| message.get("result").is_some() || message.get("error").is_some())
-        .last()
+        .rfind(|message| message.get("result").is_some() || message.get("error").is_some())
 }
 
 #[cfg(test)]

@@ -112,8 +112,6 @@ struct Shared {
     /// The tools list, made once for the catalog it shows (a large catalog's list is
     /// megabytes: every `tools/list` shares it until the catalog changes).
     listed: std::sync::Mutex<Option<(Arc<Catalog>, Arc<Listed>)>>,
-    /// Counts the lists made, so that a page's cursor names the list it belongs to.
-    generation: AtomicU64,
 }
 
 impl CodemodeServer {
@@ -146,7 +144,6 @@ impl CodemodeServer {
             client_logs,
             log_token,
             listed: std::sync::Mutex::new(None),
-            generation: AtomicU64::new(0),
         };
         Self { shared: Arc::new(shared), session: Arc::default() }
     }
@@ -165,23 +162,31 @@ impl CodemodeServer {
                 return Arc::clone(tools);
             }
         }
-        // Made outside the lock: other lists are answered meanwhile (two requests at a
-        // catalog change may both make it; the later one is kept).
-        let generation = self.shared.generation.fetch_add(1, Ordering::Relaxed) + 1;
-        let tools = Arc::new(Listed::new(generation, self.make_tools(&catalog)));
-        *self.shared.listed.lock().unwrap_or_else(|p| p.into_inner()) = Some((catalog, Arc::clone(&tools)));
-        tools
+        // Made outside the lock: other lists are answered meanwhile. Two requests at a
+        // catalog change may both make it; the first one kept is the one every request
+        // shares (their lists are the same, and so are their cursors).
+        let made = Arc::new(Listed::new(self.make_tools(&catalog)));
+        let mut kept = self.shared.listed.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some((of, tools)) = kept.as_ref() {
+            if Arc::ptr_eq(of, &catalog) {
+                return Arc::clone(tools);
+            }
+        }
+        *kept = Some((catalog, Arc::clone(&made)));
+        made
     }
 
     /// The tools the agent sees for `catalog`.
     fn make_tools(&self, catalog: &Catalog) -> Vec<McpTool> {
         match self.shared.config.mode {
             ServerMode::Code => {
+                let ranker = crate::executor::search_ranker(self.shared.executor.semantic().map(|s| s.as_ref()));
                 let description = execute_description(
                     catalog,
                     &self.shared.limits,
                     self.shared.config.output_bytes,
                     self.shared.config.catalog_budget,
+                    &ranker,
                 );
                 let schema = json!({
                     "type": "object",
@@ -603,26 +608,35 @@ fn missing_program() -> CallToolResult {
 pub const LIST_PAGE_BYTES: usize = 2 * 1024 * 1024;
 
 /// A tools list, made once per catalog, cut into pages by size.
+///
+/// A page's cursor names the list by a digest of its content, so a cursor stays good on
+/// every replica serving the same tools, and across restarts, and fails (saying the
+/// list changed) once the tools differ.
 pub struct Listed {
-    generation: u64,
+    digest: String,
     tools: Vec<McpTool>,
     /// Where each page starts, in `tools`.
     starts: Vec<usize>,
 }
 
 impl Listed {
-    fn new(generation: u64, tools: Vec<McpTool>) -> Self {
+    fn new(tools: Vec<McpTool>) -> Self {
+        use sha2::Digest as _;
         let mut starts = vec![0];
         let mut size = 0;
+        let mut hasher = sha2::Sha256::new();
         for (i, tool) in tools.iter().enumerate() {
-            let bytes = serde_json::to_vec(tool).map(|v| v.len()).unwrap_or(0);
-            if size > 0 && size + bytes > LIST_PAGE_BYTES {
+            let json = serde_json::to_vec(tool).unwrap_or_default();
+            hasher.update(&json);
+            hasher.update(b"\n");
+            if size > 0 && size + json.len() > LIST_PAGE_BYTES {
                 starts.push(i);
                 size = 0;
             }
-            size += bytes;
+            size += json.len();
         }
-        Self { generation, tools, starts }
+        let digest = hasher.finalize().iter().take(8).map(|b| format!("{b:02x}")).collect();
+        Self { digest, tools, starts }
     }
 
     /// Every tool, in order.
@@ -635,11 +649,11 @@ impl Listed {
         let page = match cursor {
             None => 0,
             Some(cursor) => {
-                let (generation, page) = cursor
+                let (digest, page) = cursor
                     .split_once('.')
-                    .and_then(|(g, p)| Some((g.parse::<u64>().ok()?, p.parse::<usize>().ok()?)))
+                    .and_then(|(d, p)| Some((d, p.parse::<usize>().ok()?)))
                     .ok_or_else(|| format!("{cursor:?} is not a cursor this server gave"))?;
-                if generation != self.generation || page >= self.starts.len() {
+                if digest != self.digest || page >= self.starts.len() {
                     return Err(
                         "the tool list changed since that page was given: list the tools again from the start".into()
                     );
@@ -648,7 +662,7 @@ impl Listed {
             }
         };
         let end = self.starts.get(page + 1).copied().unwrap_or(self.tools.len());
-        let next = (page + 1 < self.starts.len()).then(|| format!("{}.{}", self.generation, page + 1));
+        let next = (page + 1 < self.starts.len()).then(|| format!("{}.{}", self.digest, page + 1));
         Ok((self.tools[self.starts[page]..end].to_vec(), next))
     }
 }
@@ -977,6 +991,46 @@ impl Approver for Hooks {
 mod tests {
     use super::*;
     use std::time::Duration;
+
+    fn big_tools(count: usize, description: &str) -> Vec<McpTool> {
+        (0..count)
+            .map(|i| {
+                let text = format!("{description} {i} {}", "x".repeat(300 * 1024));
+                McpTool::new(format!("tool_{i}"), text, object(json!({ "type": "object" })))
+            })
+            .collect()
+    }
+
+    fn walk(listed: &Listed, mut cursor: Option<String>) -> Result<usize, String> {
+        let mut tools = 0;
+        loop {
+            let (page, next) = listed.page(cursor.as_deref())?;
+            tools += page.len();
+            match next {
+                Some(next) => cursor = Some(next),
+                None => return Ok(tools),
+            }
+        }
+    }
+
+    /// Pages of a large list: every tool once; a cursor from another list of the same
+    /// tools (another request, replica or restart) is good; a cursor from a list that
+    /// changed, or one never given, is refused with a reason.
+    #[test]
+    fn pages_of_a_list_are_named_by_its_tools() {
+        let first = Listed::new(big_tools(20, "alpha"));
+        let (page, next) = first.page(None).unwrap();
+        let next = next.expect("20 tools of 300 KiB need more than one page");
+        assert!(page.len() < 20);
+        assert_eq!(walk(&first, None).unwrap(), 20);
+        let same = Listed::new(big_tools(20, "alpha"));
+        assert_eq!(walk(&same, Some(next.clone())).unwrap() + page.len(), 20);
+        let changed = Listed::new(big_tools(20, "beta"));
+        let refused = changed.page(Some(&next)).unwrap_err();
+        assert!(refused.contains("the tool list changed"), "{refused}");
+        let garbage = changed.page(Some("nonsense")).unwrap_err();
+        assert!(garbage.contains("is not a cursor this server gave"), "{garbage}");
+    }
 
     fn outcome(kind: OutcomeKind, console: &str) -> Outcome {
         Outcome {

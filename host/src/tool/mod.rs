@@ -9,17 +9,21 @@
 //! - [`answer`]: what a program's call resolves or rejects with, given the result;
 //! - [`form`]: a form a tool's server asks a person to fill in during a call;
 //! - [`catalog`]: every plugin's tools, and the plugins that are unavailable;
-//! - [`shown`]: what a person is shown of a call they are asked to approve.
+//! - [`shown`]: what a person is shown of a call they are asked to approve;
+//! - [`search`], [`semantic`] and [`encoder`]: `tools.$search`'s rankers, by words
+//!   (BM25) and by meaning (a sentence encoder), fused.
 //!
 //! A [`Tool`] is a definition, its handler and (once it joins a catalog) its compiled
 //! schemas.
 
 pub mod answer;
 pub mod catalog;
+pub mod encoder;
 pub mod form;
 pub mod handler;
 pub mod schema;
 pub mod search;
+pub mod semantic;
 pub mod shown;
 
 use std::future::Future;

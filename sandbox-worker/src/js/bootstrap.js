@@ -21,9 +21,11 @@ const {
   op_codemode_register_describer: opRegisterDescriber,
   op_codemode_blocking: opBlocking,
   op_codemode_register_entropy: opRegisterEntropy,
+  op_codemode_calls_in_flight: opCallsInFlight,
 } = core.ops;
 
 const {
+  ArrayIsArray,
   ArrayPrototypePush,
   ArrayPrototypeJoin,
   ArrayPrototypeSort,
@@ -185,10 +187,25 @@ function rejecting(message) {
   return function () { return PromiseReject(new ProgramError(message)); };
 }
 
+// ------------------------------------------------------------------- calls
+/**
+ * The calls whose answers the program's JavaScript has not seen yet, by id (a
+ * null-prototype object: the program cannot reach or alter it). When the program ends,
+ * these are the calls it never awaited, even when an answer is already in the runtime
+ * waiting for its turn behind the program's end.
+ */
+const callsInFlight = ObjectCreate(null);
+let nextCallId = 1;
+
+/** Tells Rust which calls are in flight as the program ends (before its outcome). */
+function reportCallsInFlight() {
+  let ids = "";
+  for (const id in callsInFlight) ids += ids === "" ? id : `,${id}`;
+  opCallsInFlight(ids);
+}
+
 function makeTool(plugin, tool) {
   const name = `tools.${alias(plugin)}.${alias(tool)}`;
-  const onAnswer = (text) => JSONParse(text);
-  const onFailure = (error) => { throw new ProgramError(describeThrown(error, 0, false).message); };
   return function (input) {
     let text;
     try {
@@ -199,7 +216,17 @@ function makeTool(plugin, tool) {
     if (typeof text !== "string") {
       return PromiseReject(new ProgramTypeError(`${name}: the input must be a JSON value, not a ${typeof input}`));
     }
-    return PromisePrototypeThen(opToolCall(plugin, tool, text), onAnswer, onFailure);
+    const id = nextCallId++;
+    callsInFlight[id] = true;
+    const onAnswer = (answer) => {
+      delete callsInFlight[id];
+      return JSONParse(answer);
+    };
+    const onFailure = (error) => {
+      delete callsInFlight[id];
+      throw new ProgramError(describeThrown(error, 0, false).message);
+    };
+    return PromisePrototypeThen(opToolCall(plugin, tool, text, id), onAnswer, onFailure);
   };
 }
 
@@ -219,15 +246,27 @@ function hint(names) {
 
 /**
  * `tools.$search(query, { plugin, limit })`: the catalog's best tools for what the
- * query says, each `{ call, plugin, tool, description, declaration }`, best first.
+ * query says (one phrasing, or an array of several), each
+ * `{ call, plugin, tool, description, declaration, score, ranker }`, best first.
  * The host answers it (a call to codemode itself, plugin "$codemode").
  */
 function makeSearch() {
   const call = makeTool("$codemode", "search");
-  const usage = 'call it as tools.$search("what the tool should do") or tools.$search(query, { plugin: "name", limit: 10 })';
+  const usage = 'call it as tools.$search("what the tool should do"), tools.$search(["one phrasing", "another"]) or tools.$search(query, { plugin: "name", limit: 10 })';
   const search = function (query, options) {
-    if (typeof query !== "string") return PromiseReject(new ProgramTypeError(`tools.$search: the query must be a string, not ${query === null ? "null" : typeof query}; ${usage}`));
-    const input = { __proto__: null, query };
+    let phrasings = query;
+    if (ArrayIsArray(query)) {
+      // Copied, so that what is checked is what is sent.
+      phrasings = [];
+      for (let i = 0; i < query.length; i++) {
+        const phrasing = query[i];
+        if (typeof phrasing !== "string") return PromiseReject(new ProgramTypeError(`tools.$search: phrasing ${i} of the query must be a string, not ${phrasing === null ? "null" : typeof phrasing}; ${usage}`));
+        ArrayPrototypePush(phrasings, phrasing);
+      }
+    } else if (typeof query !== "string") {
+      return PromiseReject(new ProgramTypeError(`tools.$search: the query must be a string or an array of strings, not ${query === null ? "null" : typeof query}; ${usage}`));
+    }
+    const input = { __proto__: null, query: phrasings };
     if (options !== undefined) {
       if (options === null || typeof options !== "object") return PromiseReject(new ProgramTypeError(`tools.$search: the options must be an object; ${usage}`));
       if (options.plugin !== undefined) input.plugin = options.plugin;
@@ -304,6 +343,7 @@ function buildTools(catalog) {
 // ------------------------------------------------------------------- result
 /** Reports the program's value: JSON text, `undefined`, or why it cannot be JSON. */
 function finishValue(value) {
+  reportCallsInFlight();
   if (value === undefined) return opFinish("undefined", "");
   if (typeof value === "function") return opFinish("unserializable", "the program returned a function; return data (an object, array, string, number, boolean or null) instead");
   if (typeof value === "symbol") return opFinish("unserializable", "the program returned a symbol; return data instead");
@@ -326,6 +366,7 @@ function finishValue(value) {
 
 /** Reports what the program threw (or a promise it left behind rejected with). */
 function finishThrown(value, kind) {
+  reportCallsInFlight();
   const described = describeThrown(value, insertions);
   if (described.internal) return opOutOfMemory();
   const failure = {
