@@ -21,7 +21,10 @@
 //!
 //! `cargo bench -p codemode --bench execute -- startup` prints only the start-up,
 //! tool-call and scaling figures (about a minute), for work on the program's path;
-//! `-- profile` runs only trivial programs, one after another, for 20 s (for `perf`).
+//! `-- profile` runs only trivial programs, one after another, for 20 s (for `perf`);
+//! `-- cpu` prints only the CPU each trivial program costs the machine (host, template
+//! and worker, user and kernel), its worker's page faults, VMAs and pages at the end,
+//! one at a time and 16 in flight.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::sync::{Arc, Mutex};
@@ -73,6 +76,90 @@ fn children_of(parent: i32) -> Vec<i32> {
         .collect()
 }
 
+/// User and kernel CPU time, and minor faults: of this process (`RUSAGE_SELF`), or of
+/// every child it reaped (`RUSAGE_CHILDREN`: the workers, which are the host's children).
+fn rusage(who: libc::c_int) -> (Duration, Duration, u64) {
+    // SAFETY: getrusage writes one rusage struct, which we own.
+    let usage = unsafe {
+        let mut usage: libc::rusage = std::mem::zeroed();
+        libc::getrusage(who, &mut usage);
+        usage
+    };
+    let time = |t: libc::timeval| Duration::new(t.tv_sec as u64, t.tv_usec as u32 * 1000);
+    (time(usage.ru_utime), time(usage.ru_stime), usage.ru_minflt as u64)
+}
+
+/// User and kernel CPU time and minor faults of a running process (the template), from
+/// `/proc/<pid>/stat`.
+fn proc_cpu(pid: i32) -> (Duration, Duration, u64) {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    let fields: Vec<&str> = stat.rsplit_once(") ").map(|(_, rest)| rest.split(' ').collect()).unwrap_or_default();
+    // SAFETY: sysconf only reads a configuration value.
+    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as u64;
+    let field = |i: usize| fields.get(i).and_then(|f| f.parse::<u64>().ok()).unwrap_or(0);
+    let ticks = |t: u64| Duration::from_nanos(t * 1_000_000_000 / hz);
+    // After the ") ": state is field 0, minflt 7, utime 11, stime 12.
+    (ticks(field(11)), ticks(field(12)), field(7))
+}
+
+/// What `programs` trivial programs, `in_flight` at a time, cost the machine per program.
+async fn cpu_per_program(ex: &Executor, template: i32, in_flight: usize, programs: usize) {
+    for _ in 0..50 {
+        assert!(ex.run("return 1").await.is_ok());
+    }
+    let (host_before, workers_before, template_before) =
+        (rusage(libc::RUSAGE_SELF), rusage(libc::RUSAGE_CHILDREN), proc_cpu(template));
+    let t = Instant::now();
+    let _: Vec<()> = futures::stream::iter(0..programs)
+        .map(|_| async {
+            let outcome = ex.run("return 1").await;
+            assert!(outcome.is_ok(), "{outcome:?}");
+        })
+        .buffer_unordered(in_flight)
+        .collect()
+        .await;
+    let elapsed = t.elapsed();
+    // The warm pool's last workers are reaped once they are replaced: let the pool settle.
+    wait_for_a_quiet_pool(ex).await;
+    let (host_after, workers_after, template_after) =
+        (rusage(libc::RUSAGE_SELF), rusage(libc::RUSAGE_CHILDREN), proc_cpu(template));
+    let per = |d: Duration| d.as_secs_f64() * 1e3 / programs as f64;
+    let rows = [
+        ("host", host_before, host_after),
+        ("template", template_before, template_after),
+        ("workers", workers_before, workers_after),
+    ];
+    let (mut user, mut kernel) = (0.0, 0.0);
+    let mut line = String::new();
+    for (name, before, after) in rows {
+        let (u, k) = (per(after.0 - before.0), per(after.1 - before.1));
+        user += u;
+        kernel += k;
+        line.push_str(&format!("  {name} {u:.2}+{k:.2}"));
+    }
+    let faults = (workers_after.2 - workers_before.2) as f64 / programs as f64;
+    println!(
+        "{:<44} {:.0}/s  {:.2} ms CPU a program (user {user:.2}, kernel {kernel:.2}, {:.0}% kernel)",
+        format!("trivial programs, {in_flight:>2} in flight"),
+        programs as f64 / elapsed.as_secs_f64(),
+        user + kernel,
+        100.0 * kernel / (user + kernel).max(f64::EPSILON)
+    );
+    println!("{:<44}{line}  (ms, user+kernel)", "  of which");
+    println!("{:<44} {faults:.0} minor faults a worker", "");
+}
+
+/// A running worker's VMAs, resident pages and faults so far, read while its program
+/// waits in the `bench.measure` tool (its last step before the end).
+fn worker_shape(pid: i32) -> Option<(u64, u64, u64, u64)> {
+    let maps = std::fs::read_to_string(format!("/proc/{pid}/maps")).ok()?.lines().count() as u64;
+    let pid_text = pid.to_string();
+    let rss = proc_kib(&pid_text, "smaps_rollup", "Rss:")?;
+    let private = private_kib(pid)?;
+    let (_, _, faults) = proc_cpu(pid);
+    Some((maps, rss, private, faults))
+}
+
 /// Busy and total CPU time of the machine so far (`/proc/stat`, in ticks).
 fn cpu_ticks() -> (u64, u64) {
     let stat = std::fs::read_to_string("/proc/stat").unwrap_or_default();
@@ -92,6 +179,8 @@ struct RunningWorker {
     template: Option<i32>,
     warm: Vec<i32>,
     private_kib: Vec<u64>,
+    /// VMAs, RSS KiB, private KiB and minor faults of each measured worker.
+    shapes: Vec<(u64, u64, u64, u64)>,
 }
 
 fn catalog(arrivals: Arc<Mutex<Vec<Instant>>>) -> Catalog {
@@ -112,9 +201,11 @@ fn catalog_measuring(arrivals: Arc<Mutex<Vec<Instant>>>, running: Arc<Mutex<Runn
                 let largest = children_of(host)
                     .into_iter()
                     .filter(|pid| *pid != template && !running.warm.contains(pid))
-                    .filter_map(private_kib)
+                    .filter_map(|pid| Some((private_kib(pid)?, pid)))
                     .max();
-                running.private_kib.extend(largest);
+                running.private_kib.extend(largest.map(|(kib, _)| kib));
+                let shape = largest.and_then(|(_, pid)| worker_shape(pid));
+                running.shapes.extend(shape);
             }
             async { ToolResult::text("ok") }
         }),
@@ -205,8 +296,62 @@ fn report_phases(phases: &[Phases]) {
     );
 }
 
+/// `-- cpu`: one sandboxed executor with its warm pool, nothing else running.
+fn cpu_only() {
+    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
+    rt.block_on(async {
+        let running = Arc::new(Mutex::new(RunningWorker::default()));
+        let ex = Executor::builder()
+            .launch_mode(LaunchMode::Template)
+            .catalog(catalog_measuring(Arc::default(), Arc::clone(&running)))
+            .build()
+            .await
+            .unwrap();
+        let template = ex.template_pid().await.expect("a template");
+        println!(
+            "codemode CPU per program ({} cores)",
+            std::thread::available_parallelism().map(|n| n.get()).unwrap_or(0)
+        );
+        // Latency at an idle host: each program arrives once the pool has settled.
+        let mut quiet = Vec::new();
+        for _ in 0..300 {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+            let t = Instant::now();
+            assert!(ex.run("return 1").await.is_ok());
+            quiet.push(t.elapsed());
+        }
+        report("trivial program at an idle host", quiet);
+        cpu_per_program(&ex, template, 1, 1000).await;
+        cpu_per_program(&ex, template, 16, 3000).await;
+        running.lock().unwrap().template = Some(template);
+        for _ in 0..100 {
+            wait_for_a_quiet_pool(&ex).await;
+            running.lock().unwrap().warm = ex.warm_workers();
+            assert!(ex.run("await tools.bench.measure({}); return 1").await.is_ok());
+        }
+        let mut shapes = std::mem::take(&mut running.lock().unwrap().shapes);
+        let median = |shapes: &mut Vec<(u64, u64, u64, u64)>, pick: fn(&(u64, u64, u64, u64)) -> u64| {
+            let mut v: Vec<u64> = shapes.iter().map(pick).collect();
+            v.sort_unstable();
+            v.get(v.len() / 2).copied().unwrap_or(0)
+        };
+        println!(
+            "{:<44} n={} VMAs {}  RSS {:.2} MiB  private {:.2} MiB  {} minor faults (medians)",
+            "a worker at its program's last step",
+            shapes.len(),
+            median(&mut shapes, |s| s.0),
+            median(&mut shapes, |s| s.1) as f64 / 1024.0,
+            median(&mut shapes, |s| s.2) as f64 / 1024.0,
+            median(&mut shapes, |s| s.3)
+        );
+    });
+}
+
 fn main() {
     let startup_only = std::env::args().any(|a| a == "startup");
+    if std::env::args().any(|a| a == "cpu") {
+        return cpu_only();
+    }
     let profile_only = std::env::args().any(|a| a == "profile");
     let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
     rt.block_on(async {

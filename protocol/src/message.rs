@@ -3,7 +3,7 @@
 //! A program's life on the channel:
 //!
 //! ```text
-//! host   ── Prepare { limits } ───────────────────────────▶ worker    (a warm worker only, ahead of demand)
+//! host   ── Prepare { limits, rehearse } ─────────────────▶ worker    (a warm worker only, ahead of demand)
 //! host   ── Start { code, limits, catalog } ──────────────▶ worker
 //! worker ── ToolCall { call_id, plugin, tool, input } ────▶ host      (any number, concurrently)
 //! host   ── ToolAnswer { call_id, answer } ───────────────▶ worker    (in any order)
@@ -27,6 +27,11 @@ pub enum HostToWorker {
     Prepare {
         /// The limits the worker locks itself down for.
         limits: WorkerLimits,
+        /// Whether to rehearse while it waits (a canned program run through every step
+        /// a program takes, so that the program's own first touches of the template's
+        /// pages are made ahead of it): worth its CPU when the host is idle, skipped
+        /// when programs take workers as fast as they are made.
+        rehearse: bool,
     },
     /// Run this program; sent once, first or right after [`HostToWorker::Prepare`].
     Start(StartProgram),

@@ -113,9 +113,11 @@ fn fork_worker(
 pub fn run_first_program(engine: &mut Engine, channel: OwnedFd, base_data_bytes: u64, policy: &WorkerPolicy) -> ! {
     let mut channel = WorkerChannel::new(channel, MAX_FRAME_BYTES);
     match channel.recv_from_host_blocking() {
-        Ok(protocol::HostToWorker::Prepare { limits }) => {
+        Ok(protocol::HostToWorker::Prepare { limits, rehearse }) => {
             let mut prepared = program::prepare(engine, channel, limits, base_data_bytes, policy);
-            prepared.rehearse(engine);
+            if rehearse {
+                prepared.rehearse(engine);
+            }
             let start = prepared.wait_for_start();
             program::run(engine, prepared, start)
         }

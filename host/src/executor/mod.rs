@@ -360,12 +360,12 @@ impl Executor {
         let catalog = self.catalog();
         let caller = Arc::new(caller);
         let mut take_warm = true;
-        let (session, ended, mut process) = loop {
+        let (session, ended, mut process, _busy) = loop {
             let launched = match self.launcher.launch(&limits.worker_limits(), take_warm).await {
                 Ok(launched) => launched,
                 Err(e) => return ending::without_worker(started, OutcomeKind::Internal { reason: e.to_string() }),
             };
-            let Launched { mut process, channel, warm } = launched;
+            let Launched { mut process, channel, warm, busy } = launched;
             tracing::debug!(pid = process.pid(), warm, "worker launched");
             let scope = CallScope {
                 catalog: Arc::clone(&catalog),
@@ -413,7 +413,7 @@ impl Executor {
                 take_warm = false;
                 continue;
             }
-            break (session, ended, process);
+            break (session, ended, process, busy);
         };
         let status = if matches!(ended, Ended::Disconnected(_)) {
             // A worker that closed its channel is dying on its own: give it a moment so

@@ -95,6 +95,10 @@ impl<'a> Steps<'a> {
 /// What the template prepared for its workers: their compiled seccomp filters.
 pub struct WorkerPolicy {
     filters: seccomp::CompiledFilters,
+    /// True when the template installed its filter, whose errno filters are the
+    /// worker's own (filters are inherited across fork): a worker then adds only its
+    /// allowlist.
+    inherits_refusals: bool,
     /// Layers the template could not apply (empty under [`SandboxMode::Required`]).
     pub missing: Vec<MissingLayer>,
     /// The uid workers have outside their user namespace, when it is set up.
@@ -134,7 +138,13 @@ pub fn enter_template(
     if options.mode == SandboxMode::Disabled {
         let missing =
             Layer::ALL.iter().map(|&layer| MissingLayer { layer, reason: "disabled by the host".into() }).collect();
-        return Ok(WorkerPolicy { filters: worker_filters, missing, outside_uid: None, options: options.clone() });
+        return Ok(WorkerPolicy {
+            filters: worker_filters,
+            inherits_refusals: false,
+            missing,
+            outside_uid: None,
+            options: options.clone(),
+        });
     }
     let mut s = Steps::new(options);
     let mut outside_uid = None;
@@ -163,11 +173,19 @@ pub fn enter_template(
     })?;
     s.step(Layer::NotDumpable, process::set_not_dumpable)?;
     s.step(Layer::Descriptors, || process::close_all_except(keep_fds))?;
+    let mut inherits_refusals = false;
     s.step(Layer::Seccomp, || {
         seccomp::compile(&seccomp::union(seccomp::setup_table(), seccomp::worker_table(engine_generates_code)))
             .and_then(|f| seccomp::install(&f))
+            .map(|()| inherits_refusals = true)
     })?;
-    Ok(WorkerPolicy { filters: worker_filters, missing: s.missing, outside_uid, options: options.clone() })
+    Ok(WorkerPolicy {
+        filters: worker_filters,
+        inherits_refusals,
+        missing: s.missing,
+        outside_uid,
+        options: options.clone(),
+    })
 }
 
 /// Sets up a freshly forked worker (pid 1 of a new pid namespace). Keeps only
@@ -192,7 +210,13 @@ pub fn lock_worker(policy: &WorkerPolicy, limits: &[rlimits::Rlimit]) -> Result<
     }
     let mut s = Steps::new(&policy.options);
     s.step(Layer::Rlimits, || rlimits::apply(limits))?;
-    s.step(Layer::Seccomp, || seccomp::install(&policy.filters))?;
+    s.step(Layer::Seccomp, || {
+        if policy.inherits_refusals {
+            seccomp::install_allowlist(&policy.filters)
+        } else {
+            seccomp::install(&policy.filters)
+        }
+    })?;
     Ok(s.missing)
 }
 
