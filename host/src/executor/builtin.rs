@@ -91,7 +91,7 @@ fn search(catalog: &Catalog, semantic: Option<&Semantic>, input: SearchInput) ->
         }
     }
     let index = catalog.search_index();
-    let ranker = ranker_name(semantic, index.has_dense());
+    let ranker = super::search_ranker(semantic, index.has_dense());
     let hits = index.search_phrasings(&queries, input.plugin.as_deref(), limit, semantic);
     let found: Vec<Value> = hits
         .iter()
@@ -111,15 +111,6 @@ fn search(catalog: &Catalog, semantic: Option<&Semantic>, input: SearchInput) ->
     match RawValue::from_string(Value::Array(found).to_string()) {
         Ok(raw) => ToolAnswer::Resolve(raw),
         Err(e) => ToolAnswer::Reject(format!("tools.$search: {e}")),
-    }
-}
-
-/// The ranker a search used, as its hits name it.
-pub fn ranker_name(semantic: Option<&Semantic>, dense_ready: bool) -> String {
-    match semantic {
-        Some(s) if dense_ready => s.ranker(),
-        Some(_) => "BM25 (the search model is still embedding the tools)".to_string(),
-        None => "BM25".to_string(),
     }
 }
 

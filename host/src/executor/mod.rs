@@ -189,9 +189,15 @@ pub struct Executor {
     semantic: Option<Arc<Semantic>>,
 }
 
-/// How `tools.$search` ranks with `semantic` (by meaning and words) or without (BM25).
-pub fn search_ranker(semantic: Option<&Semantic>) -> String {
-    semantic.map_or_else(|| "BM25".to_string(), Semantic::ranker)
+/// How `tools.$search` ranks, as its hits and the execute description name it: with
+/// `semantic` by meaning and words once the tools' vectors are there (`dense_ready`),
+/// by words alone (BM25) otherwise.
+pub fn search_ranker(semantic: Option<&Semantic>, dense_ready: bool) -> String {
+    match semantic {
+        Some(_) if dense_ready => crate::tool::semantic::RANKER.to_string(),
+        Some(_) => "BM25 (the search model is still embedding the tools)".to_string(),
+        None => "BM25".to_string(),
+    }
 }
 
 /// Embeds `catalog`'s tools with `semantic` on a thread of its own (searches meanwhile

@@ -180,7 +180,9 @@ impl CodemodeServer {
     fn make_tools(&self, catalog: &Catalog) -> Vec<McpTool> {
         match self.shared.config.mode {
             ServerMode::Code => {
-                let ranker = crate::executor::search_ranker(self.shared.executor.semantic().map(|s| s.as_ref()));
+                // The ranker searches will use once the tools are embedded (the list is
+                // made once per catalog).
+                let ranker = crate::executor::search_ranker(self.shared.executor.semantic().map(|s| s.as_ref()), true);
                 let description = execute_description(
                     catalog,
                     &self.shared.limits,

@@ -79,7 +79,7 @@ pub struct Semantic {
 
 impl std::fmt::Debug for Semantic {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Semantic").field("ranker", &self.ranker()).finish_non_exhaustive()
+        f.debug_struct("Semantic").field("ranker", &RANKER).finish_non_exhaustive()
     }
 }
 
@@ -156,11 +156,6 @@ impl Semantic {
         // another model never reads these vectors.
         let file = cache_folder.map(|folder| folder.join(format!("{MODEL_NAME}-{}.bin", model_fingerprint(model))));
         Ok(Self { encoder, cache: Mutex::new(Cache::open(file)) })
-    }
-
-    /// The ranker's name, as `$search` and the execute description report it.
-    pub fn ranker(&self) -> String {
-        RANKER.to_string()
     }
 
     /// How the model's weights were stored (`f32`, or `int8` as packed).

@@ -65,32 +65,25 @@ pub enum LandlockStatus {
 /// file, no writes, no network, no abstract unix sockets or signals out (the plugin
 /// reader of `sandbox-worker detect`, which parses untrusted files).
 pub fn restrict_to_reading(folder: &std::path::Path) -> Result<LandlockStatus, landlock::RulesetError> {
-    let read = AccessFs::from_read(LANDLOCK_ABI);
-    let status = Ruleset::default()
-        .set_compatibility(CompatLevel::BestEffort)
-        .handle_access(AccessFs::from_all(LANDLOCK_ABI))?
-        .handle_access(AccessNet::from_all(LANDLOCK_ABI))?
-        .scope(Scope::from_all(LANDLOCK_ABI))?
-        .create()?
-        .add_rules(landlock::path_beneath_rules([folder], read))?
-        .restrict_self()?;
-    Ok(match status.ruleset {
-        RulesetStatus::FullyEnforced => LandlockStatus::Full,
-        RulesetStatus::PartiallyEnforced => LandlockStatus::Partial,
-        _ => LandlockStatus::Missing,
-    })
+    restrict(&[folder])
 }
 
 /// Denies every filesystem and network access and scopes abstract unix sockets and
-/// signals, for this process and what it forks. `allow` lists files that stay readable
-/// and executable (opened descriptors), for `sandbox-exec` payloads.
+/// signals, for this process and what it forks.
 pub fn restrict_with_landlock() -> Result<LandlockStatus, landlock::RulesetError> {
+    restrict(&[])
+}
+
+/// Denies every filesystem and network access but reading beneath `readable`, and
+/// scopes abstract unix sockets and signals, for this process and what it forks.
+fn restrict(readable: &[&std::path::Path]) -> Result<LandlockStatus, landlock::RulesetError> {
     let status = Ruleset::default()
         .set_compatibility(CompatLevel::BestEffort)
         .handle_access(AccessFs::from_all(LANDLOCK_ABI))?
         .handle_access(AccessNet::from_all(LANDLOCK_ABI))?
         .scope(Scope::from_all(LANDLOCK_ABI))?
         .create()?
+        .add_rules(landlock::path_beneath_rules(readable, AccessFs::from_read(LANDLOCK_ABI)))?
         .restrict_self()?;
     Ok(match status.ruleset {
         RulesetStatus::FullyEnforced => LandlockStatus::Full,
