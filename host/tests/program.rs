@@ -155,6 +155,19 @@ async fn global_scope_is_the_language_tools_and_console_only() {
 }
 
 #[tokio::test]
+async fn temporal_works_in_workers_forked_without_the_engines_bytecode_cache() {
+    // The template keeps the engine's cached Temporal bytecode out of its forks
+    // (sandbox_worker::fork_exclusions); Temporal in a forked worker must not need it.
+    let ex = executor_with(LaunchMode::Template, Limits::default(), codemode::examples::example_catalog()).await;
+    for _ in 0..3 {
+        let outcome = ex
+            .run(r#"const d = Temporal.PlainDate.from("2026-12-04").add({ days: 28 }); return [d.toString(), d.dayOfWeek, Temporal.Duration.from({ hours: 25 }).round({ largestUnit: "day", relativeTo: d }).days];"#)
+            .await;
+        assert_eq!(ok_value(&outcome), json!(["2027-01-01", 5, 1]));
+    }
+}
+
+#[tokio::test]
 async fn names_with_other_characters_are_reachable_with_underscores() {
     let ex = executor().await;
     let value = ok_value(&ex.run(r#"return [await tools.my_db.search_rows({ q: "a" }), await tools["my-db"]["search-rows"]({ q: "b" }), Object.keys(tools.my_db)]"#).await);

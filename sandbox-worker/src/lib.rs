@@ -20,6 +20,7 @@
 //! program while the host answers its tool calls, report the outcome, exit).
 
 pub mod engine;
+pub mod fork_exclusions;
 pub mod memory;
 pub mod ops;
 pub mod plugin;
