@@ -2,8 +2,9 @@
 //!
 //! Prints p50 and p95 of:
 //! - the whole execute of a trivial program (host API call to outcome), for the
-//!   template (fork) path with and without the warm pool and the sandbox, and the
-//!   spawn path;
+//!   template (fork) path one after another and each arriving at a quiet host, with and
+//!   without the warm pool and the sandbox, and the spawn path; the seed's two-call
+//!   program arriving at a quiet host; the median of each phase of a program;
 //! - the tool-call round trip with an in-process tool: measured at the host as the time
 //!   between consecutive calls of a program that awaits one call after another (answer
 //!   sent → JavaScript resolves → next call arrives);
@@ -62,6 +63,10 @@ fn private_kib(pid: i32) -> Option<u64> {
     let pid = pid.to_string();
     Some(proc_kib(&pid, "smaps_rollup", "Private_Dirty:")? + proc_kib(&pid, "smaps_rollup", "Private_Clean:")?)
 }
+
+/// The seed's two-call program (two tool calls at once, their answers returned).
+const TWO_CALLS: &str =
+    "const [a, b] = await Promise.all([tools.bench.noop({ a: 1 }), tools.bench.noop({ b: 2 })]); return [a, b]";
 
 /// The children of `parent` (from `/proc/*/stat`).
 fn children_of(parent: i32) -> Vec<i32> {
@@ -172,8 +177,8 @@ fn cpu_ticks() -> (u64, u64) {
 
 /// What a running worker holds on its own, read by the `bench.measure` tool while the
 /// program that called it waits. Workers are the host's children (the template forks
-/// them with `CLONE_PARENT`): the running one is a child other than the template and
-/// the warm workers.
+/// them with `CLONE_PARENT`): the running one is the largest child other than the
+/// template and the warm workers left waiting behind it.
 #[derive(Default)]
 struct RunningWorker {
     template: Option<i32>,
@@ -181,6 +186,12 @@ struct RunningWorker {
     private_kib: Vec<u64>,
     /// VMAs, RSS KiB, private KiB and minor faults of each measured worker.
     shapes: Vec<(u64, u64, u64, u64)>,
+}
+
+/// The warm workers that stay waiting when the next program takes one: the pool hands
+/// out its oldest worker first, which is the one the program will run in.
+fn waiting_behind_the_next(warm: Vec<i32>) -> Vec<i32> {
+    warm.into_iter().skip(1).collect()
 }
 
 fn catalog(arrivals: Arc<Mutex<Vec<Instant>>>) -> Catalog {
@@ -242,20 +253,25 @@ async fn execute_with_phases(ex: &Executor, n: usize) -> (Vec<Duration>, Vec<Pha
 /// `n` trivial programs, each started once the previous one's worker is gone and the
 /// warm pool is full again (as programs arrive from agents that think between them):
 /// nothing else competes for the CPU while it runs.
-async fn execute_on_a_quiet_host(ex: &Executor, n: usize) -> (Vec<Duration>, Vec<Phases>) {
+async fn execute_on_a_quiet_host(ex: &Executor, code: &str, n: usize) -> (Vec<Duration>, Vec<Phases>) {
     let (mut samples, mut phases) = (Vec::with_capacity(n), Vec::with_capacity(n));
     for _ in 0..n {
         wait_for_a_quiet_pool(ex).await;
         tokio::time::sleep(Duration::from_millis(2)).await;
-        run_trivial(ex, &mut samples, &mut phases).await;
+        run_one(ex, code, &mut samples, &mut phases).await;
     }
     (samples, phases)
 }
 
 /// Runs one trivial program, adding its whole time and its phases.
 async fn run_trivial(ex: &Executor, samples: &mut Vec<Duration>, phases: &mut Vec<Phases>) {
+    run_one(ex, "return 1", samples, phases).await;
+}
+
+/// Runs `code` once, adding its whole time and its phases.
+async fn run_one(ex: &Executor, code: &str, samples: &mut Vec<Duration>, phases: &mut Vec<Phases>) {
     let t = Instant::now();
-    let outcome = ex.run("return 1").await;
+    let outcome = ex.run(code).await;
     samples.push(t.elapsed());
     assert!(outcome.is_ok(), "{outcome:?}");
     phases.extend(outcome.phases);
@@ -326,7 +342,7 @@ fn cpu_only() {
         running.lock().unwrap().template = Some(template);
         for _ in 0..100 {
             wait_for_a_quiet_pool(&ex).await;
-            running.lock().unwrap().warm = ex.warm_workers();
+            running.lock().unwrap().warm = waiting_behind_the_next(ex.warm_workers());
             assert!(ex.run("await tools.bench.measure({}); return 1").await.is_ok());
         }
         let mut shapes = std::mem::take(&mut running.lock().unwrap().shapes);
@@ -363,21 +379,6 @@ fn main() {
             .build()
             .await
             .unwrap();
-        let unsandboxed = Executor::builder()
-            .launch_mode(LaunchMode::Template)
-            .sandbox(SandboxPolicy::InsecureDisabled)
-            .catalog(catalog(arrivals.clone()))
-            .build()
-            .await
-            .unwrap();
-        let spawn = Executor::builder().launch_mode(LaunchMode::Spawn).catalog(catalog(arrivals.clone())).build().await.unwrap();
-        let cold = Executor::builder()
-            .launch_mode(LaunchMode::Template)
-            .warm_workers(0)
-            .catalog(catalog(arrivals.clone()))
-            .build()
-            .await
-            .unwrap();
         println!("codemode execute benchmark ({} cores)", std::thread::available_parallelism().map(|n| n.get()).unwrap_or(0));
         if profile_only {
             let until = Instant::now() + Duration::from_secs(20);
@@ -393,9 +394,29 @@ fn main() {
         let (fork, phases) = execute_with_phases(&template, 500).await;
         let fork_p50 = report("execute, trivial program, template (fork)", fork);
         report_phases(&phases);
-        let (quiet, quiet_phases) = execute_on_a_quiet_host(&template, 300).await;
+        let (quiet, quiet_phases) = execute_on_a_quiet_host(&template, "return 1", 300).await;
         report("  the same, each arriving at a quiet host", quiet);
         report_phases(&quiet_phases);
+        let (quiet, quiet_phases) = execute_on_a_quiet_host(&template, TWO_CALLS, 300).await;
+        report("two-call program, each arriving at a quiet host", quiet);
+        report_phases(&quiet_phases);
+        // The other executors start only now: their templates and warm workers are this
+        // process's children too, and a quiet host is one where none of them is running.
+        let unsandboxed = Executor::builder()
+            .launch_mode(LaunchMode::Template)
+            .sandbox(SandboxPolicy::InsecureDisabled)
+            .catalog(catalog(arrivals.clone()))
+            .build()
+            .await
+            .unwrap();
+        let spawn = Executor::builder().launch_mode(LaunchMode::Spawn).catalog(catalog(arrivals.clone())).build().await.unwrap();
+        let cold = Executor::builder()
+            .launch_mode(LaunchMode::Template)
+            .warm_workers(0)
+            .catalog(catalog(arrivals.clone()))
+            .build()
+            .await
+            .unwrap();
         let cold_p50 = report("  the same without the warm pool", execute_samples(&cold, 500).await);
         println!("{:<44} {:.2}x faster", "  with the warm pool", cold_p50.as_secs_f64() / fork_p50.as_secs_f64());
         drop(cold);
@@ -404,6 +425,7 @@ fn main() {
         drop(unsandboxed);
         let spawn_p50 = report("execute, trivial program, spawn", execute_samples(&spawn, 60).await);
         println!("{:<44} {:.1}x faster than spawn", "template start-up", spawn_p50.as_secs_f64() / fork_p50.as_secs_f64());
+        drop(spawn);
 
         // A 50-line program as JavaScript, and the same with TypeScript's types: the
         // TypeScript path parses and strips in the worker; plain JavaScript only parses.
@@ -436,25 +458,27 @@ fn main() {
 
         // Scaling: the seed's two-call program with 1 to 16 programs in flight, each
         // program a fresh worker (the warm pool refills behind them).
-        let two_calls = "const [a, b] = await Promise.all([tools.bench.noop({ a: 1 }), tools.bench.noop({ b: 2 })]); return [a, b]";
         for in_flight in [1usize, 2, 4, 8, 16] {
             let programs = 600;
             let t = Instant::now();
             let (busy_before, total_before) = cpu_ticks();
-            let samples: Vec<Duration> = futures::stream::iter(0..programs)
+            let (samples, phases): (Vec<Duration>, Vec<Option<Phases>>) = futures::stream::iter(0..programs)
                 .map(|_| async {
                     let started = Instant::now();
-                    let outcome = template.run(two_calls).await;
+                    let outcome = template.run(TWO_CALLS).await;
                     assert!(outcome.is_ok(), "{outcome:?}");
-                    started.elapsed()
+                    (started.elapsed(), outcome.phases)
                 })
                 .buffer_unordered(in_flight)
-                .collect()
+                .unzip()
                 .await;
             let rate = programs as f64 / t.elapsed().as_secs_f64();
             let (busy_after, total_after) = cpu_ticks();
             let idle = 100.0 * (1.0 - (busy_after - busy_before) as f64 / (total_after - total_before).max(1) as f64);
             report(&format!("two-call program, {in_flight:>2} in flight ({rate:.0}/s, {idle:.0}% idle)"), samples);
+            if in_flight == 1 {
+                report_phases(&phases.into_iter().flatten().collect::<Vec<_>>());
+            }
         }
 
         // Memory: a running trivial program's own pages, then RSS across 10,000 programs.
@@ -462,7 +486,7 @@ fn main() {
         running.lock().unwrap().template = template_pid;
         for _ in 0..100 {
             wait_for_a_quiet_pool(&template).await;
-            running.lock().unwrap().warm = template.warm_workers();
+            running.lock().unwrap().warm = waiting_behind_the_next(template.warm_workers());
             assert!(template.run("await tools.bench.measure({}); return 1").await.is_ok());
         }
         let mut private = std::mem::take(&mut running.lock().unwrap().private_kib);

@@ -272,6 +272,35 @@ async fn a_program_with_other_limits_never_runs_in_a_warm_worker() {
     assert!(eventually(Duration::from_secs(10), || ex.warm_workers().len() == size).await, "the pool refilled");
 }
 
+/// A program that arrives at a quiet host leaves the rest of the pool waiting and has
+/// its replacement forked once it ends, not while it runs (the refill would take a core
+/// from it); the pool is full again after.
+#[tokio::test]
+async fn a_program_arriving_at_a_quiet_host_is_replaced_after_it_ends() {
+    let ex = std::sync::Arc::new(executor_with(LaunchMode::Template, Limits::default(), test_catalog()).await);
+    let size = codemode::launcher::default_warm_workers();
+    assert!(eventually(Duration::from_secs(10), || ex.warm_workers().len() == size).await, "the pool filled");
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    let warm = ex.warm_workers();
+    let running = {
+        let ex = ex.clone();
+        tokio::spawn(async move { ex.run("await tools.slow.wait({ ms: 1000 }); return 'done'").await })
+    };
+    assert!(
+        eventually(Duration::from_secs(5), || ex.warm_workers() == warm[1..]).await,
+        "the program took the oldest warm worker"
+    );
+    // Long enough for a refill (a fork and a lockdown take a few milliseconds).
+    tokio::time::sleep(Duration::from_millis(400)).await;
+    assert_eq!(ex.warm_workers(), warm[1..], "no replacement was forked while the program ran");
+    assert_eq!(ok_value(&running.await.unwrap()), json!("done"));
+    assert!(
+        eventually(Duration::from_secs(10), || ex.warm_workers().len() == size).await,
+        "the pool refilled after the program"
+    );
+    assert!(!ex.warm_workers().contains(&warm[0]));
+}
+
 /// The step limit counts the program's CPU time: time blocked in `Atomics.wait` counts
 /// too (it is the one way to block inside JavaScript), so a loop of short waits still
 /// ends at the step limit, and a long wait ends there as well.

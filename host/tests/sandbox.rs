@@ -84,12 +84,14 @@ async fn a_running_worker_is_locked_down() {
             })
             .collect();
         let warm = ex.warm_workers();
-        if warm.len() == codemode::launcher::default_warm_workers() && workers.len() == warm.len() + 1 {
+        if warm.len() >= codemode::launcher::default_warm_workers() - 1 && workers.len() == warm.len() + 1 {
             break;
         }
     }
+    // The pool is full, or all but the worker the program took (a program arriving at a
+    // quiet host has its replacement forked once it ends).
     let warm = ex.warm_workers();
-    assert_eq!(warm.len(), codemode::launcher::default_warm_workers(), "the warm pool refilled");
+    assert!(warm.len() >= codemode::launcher::default_warm_workers() - 1, "the warm pool waits: {warm:?}");
     assert!(warm.iter().all(|pid| workers.contains(pid)), "warm {warm:?}, workers {workers:?}");
     assert_eq!(workers.len(), warm.len() + 1, "one running worker besides the warm ones: {workers:?}");
     for pid in workers {

@@ -299,7 +299,8 @@ impl Executor {
         self.launcher.mode()
     }
 
-    /// Pids of the workers waiting in the warm pool now (for tests and diagnostics).
+    /// Pids of the workers waiting in the warm pool now, the next to be taken first (for
+    /// tests and diagnostics).
     pub fn warm_workers(&self) -> Vec<i32> {
         self.launcher.warm_workers()
     }
