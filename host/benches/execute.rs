@@ -245,7 +245,7 @@ async fn execute_with_phases(ex: &Executor, n: usize) -> (Vec<Duration>, Vec<Pha
     }
     let (mut samples, mut phases) = (Vec::with_capacity(n), Vec::with_capacity(n));
     for _ in 0..n {
-        run_trivial(ex, &mut samples, &mut phases).await;
+        run_one(ex, "return 1", &mut samples, &mut phases).await;
     }
     (samples, phases)
 }
@@ -261,11 +261,6 @@ async fn execute_on_a_quiet_host(ex: &Executor, code: &str, n: usize) -> (Vec<Du
         run_one(ex, code, &mut samples, &mut phases).await;
     }
     (samples, phases)
-}
-
-/// Runs one trivial program, adding its whole time and its phases.
-async fn run_trivial(ex: &Executor, samples: &mut Vec<Duration>, phases: &mut Vec<Phases>) {
-    run_one(ex, "return 1", samples, phases).await;
 }
 
 /// Runs `code` once, adding its whole time and its phases.

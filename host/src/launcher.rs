@@ -291,7 +291,7 @@ impl Launcher {
                 cores: std::thread::available_parallelism().map_or(1, |n| n.get()),
             }),
         };
-        launcher.refill();
+        start_refill(&launcher.shared);
         Ok(launcher)
     }
 
@@ -323,24 +323,19 @@ impl Launcher {
                 let idle_for = Duration::from_nanos(protocol::monotonic_ns().saturating_sub(last_end));
                 let at_once = refill_at_once(left, self.shared.warm.config.size, running, idle_for);
                 if at_once {
-                    self.refill();
+                    start_refill(&self.shared);
                 }
                 return Ok(Launched { process, channel, warm: true, busy: Busy::new(&self.shared, !at_once) });
             }
         }
         let launched = self.shared.launch_fresh().await;
-        self.refill();
+        start_refill(&self.shared);
         launched.map(|(process, channel)| Launched {
             process,
             channel,
             warm: false,
             busy: Busy::new(&self.shared, false),
         })
-    }
-
-    /// Starts the refill task (see [`start_refill`]).
-    fn refill(&self) {
-        start_refill(&self.shared);
     }
 
     /// The template's pid, when there is one (for the health endpoint, tests and
