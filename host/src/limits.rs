@@ -2,7 +2,7 @@
 //!
 //! | limit          | default  | enforced by                                            | outcome                |
 //! |----------------|----------|--------------------------------------------------------|------------------------|
-//! | `memory`       | 256 MiB  | the engine's heap limit; `RLIMIT_DATA` as OS backstop   | [`OutcomeKind::MemoryLimit`] |
+//! | `memory`       | 256 MiB  | everything the worker holds: `RLIMIT_DATA` at its base + the limit + 1/32 + 1 MiB, the engine's heap limit at 3/4 of it | [`OutcomeKind::MemoryLimit`] |
 //! | `cpu_step`     | 10 s     | worker watchdog: JS time between two tool answers       | [`OutcomeKind::CpuLimit`] |
 //! | `wall_clock`   | 15 min   | the host, which kills the worker                         | [`OutcomeKind::WallClockLimit`] |
 //! | `console`      | 64 KiB   | worker and host; the rest is dropped with a marker      | (output cut, outcome unchanged) |

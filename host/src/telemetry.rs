@@ -13,6 +13,7 @@
 //! | `codemode_tool_calls_total` | counter | `plugin`, `outcome` (`ok`, `tool_error`, `rejected`) | [`tool_call_ended`] |
 //! | `codemode_plugin_restarts_total` | counter | `plugin` | process and MCP plugins (a new session after one closed) |
 //! | `codemode_warm_workers`, `codemode_template_rss_bytes` | gauges | | set when scraped |
+//! | `codemode_worker_peak_rss_bytes` | summary | | [`worker_reaped`] (each worker's peak RSS, from the kernel when it is reaped) |
 //!
 //! The gauges are read from the executor when scraped ([`crate::serve::ops`]), not
 //! kept up to date beside it.
@@ -51,6 +52,10 @@ pub const WARM_WORKERS: &str = "codemode_warm_workers";
 /// The template's resident memory.
 pub const TEMPLATE_RSS: &str = "codemode_template_rss_bytes";
 
+/// Each worker's peak resident memory, as the kernel reports it when the worker is
+/// reaped (a summary: its `quantile="1"` is the largest).
+pub const WORKER_PEAK_RSS: &str = "codemode_worker_peak_rss_bytes";
+
 /// The buckets of [`PROGRAM_DURATION`], in seconds: 0.5 ms to 60 s.
 pub const DURATION_BUCKETS: &[f64] =
     &[0.0005, 0.001, 0.002, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0];
@@ -72,6 +77,17 @@ pub fn describe() {
     metrics::describe_counter!(PLUGIN_RESTARTS_TOTAL, "Plugin processes started again after a failure");
     metrics::describe_gauge!(WARM_WORKERS, "Workers forked, locked down and waiting for a program");
     metrics::describe_gauge!(TEMPLATE_RSS, metrics::Unit::Bytes, "Resident memory of the template process");
+    metrics::describe_histogram!(
+        WORKER_PEAK_RSS,
+        metrics::Unit::Bytes,
+        "Peak resident memory of each worker, read when it was reaped"
+    );
+}
+
+/// Records a reaped worker's peak resident memory (and logs it at `debug`).
+pub fn worker_reaped(peak_rss_bytes: u64) {
+    metrics::histogram!(WORKER_PEAK_RSS).record(peak_rss_bytes as f64);
+    tracing::debug!(peak_rss_bytes, "worker peak RSS");
 }
 
 /// True when the program event carries the program's text ([`set_log_program_text`]).

@@ -3,7 +3,11 @@
 //! Workers are always the host's children (spawned, or forked by the template with
 //! `CLONE_PARENT`), so the host can open a pidfd for each before it could be reaped
 //! and reused. Killing goes through the pidfd (no pid-reuse race); waiting polls the
-//! pidfd for readability and reaps with `waitid(P_PIDFD)`, so no zombie is left.
+//! pidfd for readability and reaps with `waitid(P_PIDFD)`, so no zombie is left. The
+//! reap also reads the process's peak resident memory (the kernel's `ru_maxrss`): for a
+//! program's worker ([`WorkerProcess::end_in_background`] and the executor record it with
+//! [`crate::telemetry::worker_reaped`]) the one exact measure of how much memory a
+//! program made its worker hold, taken after the worker is gone.
 
 use std::fmt;
 use std::io;
@@ -73,6 +77,7 @@ pub struct WorkerProcess {
     pid: i32,
     pidfd: AsyncFd<OwnedFd>,
     reaped: bool,
+    peak_rss_bytes: Option<u64>,
 }
 
 /// How a worker process ended.
@@ -110,7 +115,7 @@ impl WorkerProcess {
         let pidfd = unsafe { AsyncFd::register_with_interest(owned, tokio::io::Interest::READABLE) }
             .map_err(io::Error::from)?;
         hold(pid, true);
-        Ok(Self { pid, pidfd, reaped: false })
+        Ok(Self { pid, pidfd, reaped: false, peak_rss_bytes: None })
     }
 
     /// The worker's pid.
@@ -148,15 +153,23 @@ impl WorkerProcess {
         }
     }
 
-    /// Kills the process and reaps it in the background, off the caller's path (tearing
-    /// down a process's memory takes most of a millisecond). Outside a tokio runtime,
-    /// dropping it does both at once.
+    /// The process's peak resident memory, once it is reaped.
+    pub fn peak_rss_bytes(&self) -> Option<u64> {
+        self.peak_rss_bytes
+    }
+
+    /// Kills a program's worker and reaps it in the background, off the caller's path
+    /// (tearing down a process's memory takes most of a millisecond), recording its
+    /// peak memory. Outside a tokio runtime, dropping it does both at once.
     pub fn end_in_background(mut self) {
         self.kill();
         if let Ok(runtime) = tokio::runtime::Handle::try_current() {
             runtime.spawn(async move {
                 let status = self.wait().await;
                 tracing::debug!(pid = self.pid, ?status, "worker reaped");
+                if let Some(peak) = self.peak_rss_bytes {
+                    crate::telemetry::worker_reaped(peak);
+                }
             });
         }
     }
@@ -166,9 +179,10 @@ impl WorkerProcess {
         loop {
             let mut guard = self.pidfd.readable().await?;
             match reap(guard.get_inner().as_raw_fd(), libc::WNOHANG)? {
-                Some(status) => {
+                Some((status, peak_rss_bytes)) => {
                     drop(guard);
                     self.reaped = true;
+                    self.peak_rss_bytes = Some(peak_rss_bytes);
                     hold(self.pid, false);
                     return Ok(status);
                 }
@@ -178,13 +192,25 @@ impl WorkerProcess {
     }
 }
 
-/// Reaps the process behind `pidfd` if it has exited (`flags` may add `WNOHANG`).
-fn reap(pidfd: std::os::fd::RawFd, flags: libc::c_int) -> io::Result<Option<ExitStatus>> {
-    // SAFETY: siginfo_t is plain data; zeroed is a valid initial value.
+/// Reaps the process behind `pidfd` if it has exited (`flags` may add `WNOHANG`): how it
+/// ended and its peak resident memory in bytes.
+fn reap(pidfd: std::os::fd::RawFd, flags: libc::c_int) -> io::Result<Option<(ExitStatus, u64)>> {
+    // SAFETY: siginfo_t and rusage are plain data; zeroed is a valid initial value.
     let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
-    // SAFETY: waitid writes into `info`, which lives for the call; P_PIDFD with a pidfd
-    // the caller owns.
-    let rc = unsafe { libc::waitid(libc::P_PIDFD, pidfd as libc::id_t, &mut info, libc::WEXITED | flags) };
+    // SAFETY: as above.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: the raw waitid(2) (glibc's wrapper has no rusage argument) writes into
+    // `info` and `usage`, which live for the call; P_PIDFD with a pidfd the caller owns.
+    let rc = unsafe {
+        libc::syscall(
+            libc::SYS_waitid,
+            libc::P_PIDFD,
+            pidfd,
+            &mut info as *mut libc::siginfo_t,
+            libc::WEXITED | flags,
+            &mut usage as *mut libc::rusage,
+        )
+    };
     if rc < 0 {
         return Err(io::Error::last_os_error());
     }
@@ -193,7 +219,9 @@ fn reap(pidfd: std::os::fd::RawFd, flags: libc::c_int) -> io::Result<Option<Exit
     if pid == 0 {
         return Ok(None);
     }
-    Ok(Some(if info.si_code == libc::CLD_EXITED { ExitStatus::Code(status) } else { ExitStatus::Signal(status) }))
+    let ended = if info.si_code == libc::CLD_EXITED { ExitStatus::Code(status) } else { ExitStatus::Signal(status) };
+    // ru_maxrss is in KiB.
+    Ok(Some((ended, u64::try_from(usage.ru_maxrss).unwrap_or(0).saturating_mul(1024))))
 }
 
 impl Drop for WorkerProcess {

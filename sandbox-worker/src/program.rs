@@ -90,7 +90,7 @@ pub fn prepare(
 
     // The watchdog exists: lock the process down before any user input is read.
     let rlimits = rlimits::worker_rlimits(
-        memory::os_backstop_bytes(base_data_bytes, limits.memory_bytes),
+        memory::program_backstop_bytes(base_data_bytes, limits.memory_bytes),
         limits.wall_clock_ms.div_ceil(1000).max(1).saturating_add(1),
     );
     if let Err(e) = sandbox::lock_worker(policy, &rlimits) {
@@ -227,7 +227,7 @@ pub fn run(engine: &mut Engine, prepared: Prepared, start: StartProgram) -> ! {
 
     // After compiling: with a near-heap-limit callback registered, the QuickJS backend
     // measures the whole heap after every script it evaluates.
-    memory::set_heap_limit(&mut engine.runtime, limits.memory_bytes, &memory_trip);
+    memory::set_heap_limit(&mut engine.runtime, memory::program_heap_limit_bytes(limits.memory_bytes), &memory_trip);
 
     WAITING_LINK.with(|l| *l.borrow_mut() = Some(Rc::clone(&link)));
     BUSY_POLL.with(|b| b.set(Duration::from_micros(start.busy_poll_us)));

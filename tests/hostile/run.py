@@ -563,6 +563,76 @@ def case_sessions(folder):
     check(waited < 2.0, f"without waiting for the first session's programs: {waited:.2f} s")
 
 
+# Programs that grow their worker's memory without end, each in a different place: the
+# engine's heap (arrays, maps), backing stores (typed arrays, touched or not) and large
+# strings.
+MEMORY_HOGS = {
+    "typed arrays, filled": "const k = []; for (;;) k.push(new Uint8Array(4 << 20).fill(7));",
+    "typed arrays, untouched": "const k = []; for (;;) k.push(new Uint8Array(4 << 20));",
+    "strings": "const k = []; for (let i = 0;; i++) k.push('y'.repeat(1 << 22) + i);",
+    "arrays": "const k = []; for (;;) k.push(new Array(1 << 16).fill(k.length));",
+    "maps": "const m = new Map(); for (let i = 0;; i++) m.set(i, { i, s: 'v' + i });",
+    "typed arrays, then small objects": "const k = []; for (let i = 0; i < 15; i++) k.push(new Uint8Array(4 << 20).fill(1)); const m = new Map(); for (let i = 0;; i++) m.set(i, { i });",
+}
+
+
+def peak_rss_summary(server, at_least):
+    """The largest worker peak RSS (bytes) the host recorded, once `at_least` workers were reaped."""
+    deadline = time.monotonic() + 15
+    while True:
+        _, body, _ = get(server.ops + "/metrics")
+        count, peak = 0, None
+        for line in body.decode().splitlines():
+            if line.startswith("codemode_worker_peak_rss_bytes_count"):
+                count = int(float(line.split()[-1]))
+            if line.startswith('codemode_worker_peak_rss_bytes{quantile="1"}'):
+                peak = float(line.split()[-1])
+        if (count >= at_least and peak is not None) or time.monotonic() > deadline:
+            return peak or 0.0, count
+        time.sleep(0.2)
+
+
+def case_memory(folder, limit_mib=64, in_flight=8):
+    """A program's worker holds at most its memory limit (+10%) above a trivial worker."""
+    config = f"[limits]\nmemory_mib = {limit_mib}\nwall_clock_ms = 30000\n[server]\nmax_concurrent_programs = {in_flight}\n"
+
+    def run_all(server, code):
+        said = []
+
+        def one():
+            http = Http(server.url)
+            http.initialize()
+            said.append(texts(http.execute(code, timeout=60)))
+
+        threads = [threading.Thread(target=one) for _ in range(in_flight)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        return said
+
+    server = Serve(os.path.join(folder, "trivial"), config)
+    run_all(server, "return 1")
+    trivial, _ = peak_rss_summary(server, in_flight)
+    server.close()
+    bound = trivial + 1.1 * limit_mib * 1024 * 1024
+    print(f"  a trivial worker peaks at {trivial / 2**20:.1f} MiB; the bound is {bound / 2**20:.1f} MiB", flush=True)
+    for label, code in MEMORY_HOGS.items():
+        server = Serve(os.path.join(folder, label.replace(" ", "-").replace(",", "")), config)
+        t0 = time.monotonic()
+        said = run_all(server, code)
+        elapsed = time.monotonic() - t0
+        peak, count = peak_rss_summary(server, in_flight)
+        server.close()
+        ended = sorted({"memory_limit" if "Memory limit" in " ".join(s) else " ".join(s)[:80] for s in said})
+        detail = f"worker peak {peak / 2**20:.1f} MiB (trivial {trivial / 2**20:.1f}, bound {bound / 2**20:.1f}); {ended}"
+        ROWS.append((f"memory: {label}, {in_flight} at once, {limit_mib} MiB", None, None, elapsed, None, detail))
+        print(f"  {label}: {detail}", flush=True)
+        check(ended == ["memory_limit"], f"memory ({label}): every program ends at the memory limit: {ended}")
+        check(count >= in_flight, f"memory ({label}): every worker's peak was recorded: {count}")
+        check(trivial > 0 and peak <= bound, f"memory ({label}): peak {peak / 2**20:.1f} MiB within {bound / 2**20:.1f} MiB")
+
+
 CASES = {
     "random": case_random,
     "search": case_search,
@@ -578,6 +648,7 @@ CASES = {
     "cause": case_cause,
     "calls": case_calls,
     "sessions": case_sessions,
+    "memory": case_memory,
 }
 
 

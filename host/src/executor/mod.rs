@@ -433,6 +433,9 @@ impl Executor {
                 }
             };
             tracing::debug!(?status, "worker reaped");
+            if let Some(peak) = process.peak_rss_bytes() {
+                crate::telemetry::worker_reaped(peak);
+            }
             Some(status)
         } else {
             // The outcome is known: the worker ends off the program's path.

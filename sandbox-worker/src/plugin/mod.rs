@@ -123,7 +123,7 @@ pub fn run(options: PluginOptions) -> ! {
     }
     runtime.op_state().borrow_mut().put(Arc::clone(&clock));
     // A long-lived process: no CPU-seconds backstop (the watchdog bounds each step).
-    let limits = rlimits::worker_rlimits(memory::os_backstop_bytes(base, options.memory_bytes), u64::MAX);
+    let limits = rlimits::worker_rlimits(memory::plugin_backstop_bytes(base, options.memory_bytes), u64::MAX);
     if let Err(e) = sandbox::lock_worker(&policy, &limits) {
         refuse(&link, &format!("plugin {name} cannot enter its sandbox: {e}"));
     }

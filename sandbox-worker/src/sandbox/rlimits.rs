@@ -28,7 +28,7 @@ pub fn worker_rlimits(data_bytes: u64, cpu_seconds: u64) -> Vec<Rlimit> {
             soft: data_bytes,
             hard: data_bytes,
             reason:
-                "memory backstop behind the heap limit; per program, the worker's base + 1.5 x its heap limit + 64 MiB",
+                "the memory limit over everything the heap limit does not count: a program's worker base + limit + 1/32 of it + 1 MiB; a plugin's base + 1.5 x limit + 64 MiB",
         },
         Rlimit {
             resource: Limited::Nofile,
