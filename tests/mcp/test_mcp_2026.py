@@ -240,7 +240,7 @@ def replicas_by_hand(folder):
         a.send_signal(signal.SIGKILL)
         a.wait()
         gone = call(b_url, program, state=first["requestState"], responses={key: {"action": "accept", "content": {}}})["result"]
-        check(gone.get("isError") and "cannot be reached" in gone["content"][0]["text"] and a_url in gone["content"][0]["text"], f"a retry for a replica that is gone: {gone}")
+        check(gone.get("isError") and gone["content"][0]["text"] == "the codemode replica that ran this program cannot be reached; the program was lost with it: run it again", f"a retry for a replica that is gone, naming no address: {gone}")
     finally:
         for p in (a, b):
             if p.poll() is None:

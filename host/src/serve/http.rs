@@ -19,12 +19,23 @@
 //! connections exist at once (a new one pushes out the oldest), each with a deadline
 //! for its first good request. Idle or unauthenticated clients therefore cannot hold the
 //! slots authorized clients need.
+//!
+//! Every connection is also bounded in time while it is used: a request's headers must
+//! arrive within [`HEADER_READ_TIMEOUT`], and so must the next request's on a
+//! kept-alive connection (hyper starts that timer as soon as it waits for a request,
+//! so it is the idle timeout between requests too); a request's body must arrive
+//! whole within [`BODY_READ_DEADLINE`] of its headers ([`DeadlineBody`]), else it is
+//! answered 408 and the connection closed. A client trickling bytes therefore holds
+//! a connection for a bounded time, whatever it has proven.
 
 use std::collections::VecDeque;
 use std::convert::Infallible;
+use std::future::Future;
 use std::net::SocketAddr;
+use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll};
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -44,8 +55,13 @@ const MAX_PROVEN_CONNECTIONS: usize = 512;
 const MAX_UNPROVEN_CONNECTIONS: usize = 64;
 /// How long a new connection has to send its first good request.
 const FIRST_REQUEST_DEADLINE: Duration = Duration::from_secs(10);
-/// How long a client may take to send a request's headers.
-const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(30);
+/// How long a client may take to send a request's headers, and how long a kept-alive
+/// connection may stay idle waiting for its next request.
+pub const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(30);
+/// How long a client may take to send a request's whole body, from the end of its
+/// headers: enough for the largest body rmcp takes (4 MiB) at about 140 KB/s, while a
+/// client trickling bytes holds its connection no longer than its headers may take.
+pub const BODY_READ_DEADLINE: Duration = Duration::from_secs(30);
 /// How long a TLS handshake may take.
 const TLS_HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
 
@@ -268,6 +284,75 @@ fn check_request<B>(request: &http::Request<B>, options: &HttpOptions, loopback:
     Verdict::Pass
 }
 
+/// A request's body that fails once [`BODY_READ_DEADLINE`] has passed before its end
+/// came, and records that it did in `expired` (so the answer can be 408, whatever the
+/// reader of the body made of the failure).
+struct DeadlineBody {
+    inner: hyper::body::Incoming,
+    deadline: Pin<Box<tokio::time::Sleep>>,
+    expired: Arc<std::sync::atomic::AtomicBool>,
+}
+
+impl DeadlineBody {
+    /// `inner`, whose time starts now; `expired` turns true if it runs out.
+    fn new(inner: hyper::body::Incoming, expired: Arc<std::sync::atomic::AtomicBool>) -> Self {
+        Self { inner, deadline: Box::pin(tokio::time::sleep(BODY_READ_DEADLINE)), expired }
+    }
+}
+
+/// Why a request's body could not be read.
+#[derive(Debug, thiserror::Error)]
+enum BodyError {
+    /// The connection failed.
+    #[error("{0}")]
+    Read(hyper::Error),
+    /// It did not arrive in time.
+    #[error("the request's body did not arrive within {} s", BODY_READ_DEADLINE.as_secs())]
+    Deadline,
+}
+
+impl hyper::body::Body for DeadlineBody {
+    type Data = Bytes;
+    type Error = BodyError;
+
+    fn poll_frame(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<hyper::body::Frame<Bytes>, BodyError>>> {
+        let this = self.get_mut();
+        if let Poll::Ready(frame) = Pin::new(&mut this.inner).poll_frame(cx) {
+            return Poll::Ready(frame.map(|frame| frame.map_err(BodyError::Read)));
+        }
+        if this.deadline.as_mut().poll(cx).is_ready() {
+            this.expired.store(true, Ordering::Release);
+            return Poll::Ready(Some(Err(BodyError::Deadline)));
+        }
+        Poll::Pending
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.inner.is_end_stream()
+    }
+
+    fn size_hint(&self) -> hyper::body::SizeHint {
+        self.inner.size_hint()
+    }
+}
+
+/// The answer to a request whose body did not arrive in time: 408, and the connection
+/// closed after it (what is left of the body is never read).
+fn body_too_slow() -> http::Response<BoxBody<Bytes, Infallible>> {
+    let mut response = text_response(
+        http::StatusCode::REQUEST_TIMEOUT,
+        &format!(
+            "the request's body did not arrive within {} s of its headers; send the whole request at once\n",
+            BODY_READ_DEADLINE.as_secs()
+        ),
+    );
+    response.headers_mut().insert(http::header::CONNECTION, http::HeaderValue::from_static("close"));
+    response
+}
+
 fn text_response(status: http::StatusCode, text: &str) -> http::Response<BoxBody<Bytes, Infallible>> {
     let mut response = http::Response::new(Full::new(Bytes::from(text.to_string())).boxed());
     *response.status_mut() = status;
@@ -343,7 +428,13 @@ pub async fn serve(
                             ));
                         }
                         let deleting = request.method() == http::Method::DELETE;
+                        let expired = Arc::new(std::sync::atomic::AtomicBool::new(false));
+                        let request = request.map(|body| DeadlineBody::new(body, Arc::clone(&expired)));
                         let mut response = tower_service::Service::call(&mut service, request).await?;
+                        if expired.load(Ordering::Acquire) {
+                            tracing::debug!("a request's body did not arrive in time: answered 408");
+                            return Ok(body_too_slow());
+                        }
                         if deleting && response.status() == http::StatusCode::ACCEPTED {
                             *response.status_mut() = http::StatusCode::NO_CONTENT;
                         }

@@ -15,7 +15,8 @@
 //! - [`slots`]: program slots shared fairly between sessions;
 //! - [`approvals`]: asking the person behind the client (elicitation, in a session or
 //!   through Multi Round-Trip Requests);
-//! - [`rounds`]: a 2026-07-28 client's program, paused for an answer between requests.
+//! - [`rounds`]: a 2026-07-28 client's program, paused for an answer between requests;
+//! - [`sealed_state`]: the encrypted, caller-bound `requestState` of such a program.
 
 pub mod approvals;
 pub mod cut;
@@ -25,6 +26,7 @@ pub mod logs;
 pub mod media;
 pub mod ops;
 pub mod rounds;
+pub mod sealed_state;
 pub mod server;
 pub mod slots;
 

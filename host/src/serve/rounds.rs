@@ -20,9 +20,11 @@
 //!    result is kept a while for a late retry ([`RESULT_KEPT`]). A program whose client
 //!    went away runs to its end under its limits, like a call it never awaited.
 //!
-//! The state is sealed with HMAC-SHA256 (rmcp's [`RequestStateCodec`]) and bound to
-//! the caller: its associated data is a digest of the request's `Authorization` (or
-//! "stdio"), checked again against the run. A forged state, another client's state, a
+//! The state is sealed with authenticated encryption ([`super::sealed_state`]:
+//! ChaCha20-Poly1305 under a key derived from the state key), so the client reads
+//! nothing in it (not the run, not the replica), and bound to the caller: its
+//! associated data is a digest of the request's `Authorization` (or "stdio"), checked
+//! again against the run. A forged state, a changed one, another client's state, a
 //! state for a run that is over, or one past its time all fail the same way.
 //!
 //! **Replicas.** Under `codemode serve` behind a load balancer, the retry may reach
@@ -30,7 +32,8 @@
 //! (`[server] replica_url`); a replica that can open the state (every replica shares
 //! the key, `CODEMODE_STATE_KEY`) and is not that one passes the request on to it
 //! ([`Rounds::forward`]) and answers with its answer. When that replica is gone, the
-//! call fails saying so: the program went with it.
+//! call fails saying so: the program went with it. Replica addresses stay inside the
+//! deployment: what a client is told never names one (the server's log does).
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex};
@@ -38,7 +41,7 @@ use std::time::{Duration, Instant};
 
 use rmcp::model::{
     CallToolResponse, CallToolResult, ElicitRequest, ElicitResult, InputRequest, InputRequests, InputRequiredResult,
-    InputResponses, RequestStateCodec, SealOptions,
+    InputResponses,
 };
 use rmcp::ErrorData;
 use serde::{Deserialize, Serialize};
@@ -47,9 +50,21 @@ use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 
 use super::approvals::Question;
+use super::sealed_state::StateSealer;
+
+/// The shortest request-state key accepted, in bytes.
+pub const MIN_KEY_LENGTH: usize = 32;
 
 /// How long a finished program's result waits for a client that has not come back.
 pub const RESULT_KEPT: Duration = Duration::from_secs(5 * 60);
+
+/// What a client is told when the replica holding its program cannot be reached.
+pub const GONE: &str =
+    "the codemode replica that ran this program cannot be reached; the program was lost with it: run it again";
+
+/// What a client is told when a retry passed on by another replica reaches one that
+/// does not hold its program either.
+pub const NOT_HELD: &str = "this replica does not hold the program of this requestState, and a retry another replica passed on (x-codemode-forwarded) is not passed on again; send the retry without that header, which only replicas set";
 
 /// The header a replica sets on a request it passes on, so that it is never passed on
 /// again.
@@ -59,7 +74,7 @@ pub const FORWARDED_HEADER: &str = "x-codemode-forwarded";
 #[derive(Debug, thiserror::Error)]
 pub enum RoundsError {
     /// The shared key is too short.
-    #[error("the request-state key in {variable} has {length} bytes; it needs at least {} (for example `openssl rand -hex 32`)", RequestStateCodec::MIN_KEY_LENGTH)]
+    #[error("the request-state key in {variable} has {length} bytes; it needs at least {MIN_KEY_LENGTH} (for example `openssl rand -hex 32`)")]
     ShortKey {
         /// The environment variable.
         variable: String,
@@ -69,9 +84,12 @@ pub enum RoundsError {
     /// No randomness for a key of this process.
     #[error("cannot draw a request-state key from the kernel: {0}")]
     Entropy(String),
+    /// No sealing key could be derived from the request-state key.
+    #[error("the request-state key cannot be used: {0}")]
+    Key(#[from] super::sealed_state::SealError),
 }
 
-/// What a sealed `requestState` holds: which run, and which replica holds it.
+/// What a sealed `requestState` holds (encrypted): which run, and which replica holds it.
 #[derive(Serialize, Deserialize)]
 struct State {
     run: String,
@@ -147,7 +165,7 @@ pub enum Resumed {
 /// The runs of this server, and how their states are sealed.
 pub struct Rounds {
     runs: Mutex<HashMap<String, Arc<Run>>>,
-    codec: RequestStateCodec,
+    sealer: StateSealer,
     /// This replica's URL, named in every state it seals.
     replica: Option<String>,
     state_ttl: Duration,
@@ -166,7 +184,7 @@ impl Rounds {
     ) -> Result<Self, RoundsError> {
         let key = match key {
             Some((variable, key)) => {
-                if key.len() < RequestStateCodec::MIN_KEY_LENGTH {
+                if key.len() < MIN_KEY_LENGTH {
                     return Err(RoundsError::ShortKey { variable, length: key.len() });
                 }
                 key
@@ -177,7 +195,7 @@ impl Rounds {
                 key
             }
         };
-        let codec = RequestStateCodec::try_new(key).map_err(|_| RoundsError::Entropy("the key was refused".into()))?;
+        let sealer = StateSealer::new(&key)?;
         crate::tls::ensure_provider();
         let http = reqwest::Client::builder()
             .redirect(reqwest::redirect::Policy::none())
@@ -185,14 +203,14 @@ impl Rounds {
             .connect_timeout(Duration::from_secs(5))
             .build()
             .map_err(|e| RoundsError::Entropy(format!("no HTTP client for other replicas: {e}")))?;
-        Ok(Self { runs: Mutex::new(HashMap::new()), codec, replica, state_ttl, http })
+        Ok(Self { runs: Mutex::new(HashMap::new()), sealer, replica, state_ttl, http })
     }
 
     /// A new run for a program of the caller `binding`: the run (for its rounds) and the
     /// program's side.
     pub fn start(&self, binding: Binding) -> (Arc<Run>, RunSide) {
         let mut id = [0u8; 16];
-        // A run id nobody can guess (the state is signed, but it is also readable).
+        // A run id nobody can guess, though the state hides it: a second line of defence.
         let _ = getrandom::fill(&mut id);
         let id: String = id.iter().map(|b| format!("{b:02x}")).collect();
         let (questions_tx, questions) = mpsc::unbounded_channel();
@@ -220,8 +238,14 @@ impl Rounds {
         let refused = || {
             "the requestState is not one this server gave you for a program that is still running (it is forged, another client's, expired, or its program is over and its result was taken); run the program again".to_string()
         };
-        let opened: State = self.codec.open_json_with(state, &binding.0).map_err(|e| {
+        let opened = self.sealer.open(state, &binding.0).map_err(|e| {
             tracing::debug!("a requestState did not open: {e}");
+            refused()
+        })?;
+        let opened: State = serde_json::from_slice(&opened).map_err(|e| {
+            tracing::warn!(
+                "a requestState opened but does not hold a run ({e}): is the same key used for something else?"
+            );
             refused()
         })?;
         if opened.replica.is_some() && opened.replica != self.replica {
@@ -319,8 +343,10 @@ impl Rounds {
     /// The state naming `run` (and this replica), sealed for its caller.
     fn seal(&self, run: &Run) -> Result<String, ErrorData> {
         let state = State { run: run.id.clone(), replica: self.replica.clone() };
-        self.codec
-            .seal_json_with(&state, &SealOptions::new().associated_data(&run.binding.0).ttl(self.state_ttl))
+        let state = serde_json::to_vec(&state)
+            .map_err(|e| ErrorData::internal_error(format!("the request state cannot be written: {e}"), None))?;
+        self.sealer
+            .seal(&state, &run.binding.0, self.state_ttl)
             .map_err(|e| ErrorData::internal_error(format!("the request state cannot be sealed: {e}"), None))
     }
 
@@ -334,9 +360,9 @@ impl Rounds {
         authorization: Option<&str>,
     ) -> Result<CallToolResponse, ErrorData> {
         let gone = |why: String| {
-            CallToolResponse::Complete(CallToolResult::error(vec![rmcp::model::ContentBlock::text(format!(
-                "the codemode replica that ran this program ({replica}) cannot be reached ({why}); the program was lost with it: run it again"
-            ))]))
+            // The replica's address (in `why` too) is for the operator, not the client.
+            tracing::warn!("the replica {replica} holding a paused program cannot be reached: {why}");
+            CallToolResponse::Complete(CallToolResult::error(vec![rmcp::model::ContentBlock::text(GONE)]))
         };
         let body = serde_json::json!({ "jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": params });
         let mut request = self

@@ -313,12 +313,12 @@ impl CodemodeServer {
                 }
                 Ok(Resumed::Elsewhere(replica)) => {
                     if parts.is_some_and(|p| p.headers.contains_key(super::rounds::FORWARDED_HEADER)) {
-                        return Err(ErrorData::invalid_params(
-                            format!(
-                                "this replica was handed a retry for the program on {replica}, and does not hold it"
-                            ),
-                            None,
-                        ));
+                        // The address is for the operator's log; the client (which may
+                        // have set the header itself) is told nothing of it.
+                        tracing::warn!(
+                            "a retry passed on to this replica is for the program on {replica}, which this one is not"
+                        );
+                        return Err(ErrorData::invalid_params(super::rounds::NOT_HELD, None));
                     }
                     let mut params = serde_json::to_value(&request)
                         .map_err(|e| ErrorData::internal_error(format!("the retry cannot be passed on: {e}"), None))?;
