@@ -191,7 +191,8 @@ async fn paused_programs_hold_no_slot_and_resume_when_answered() {
     // Two slots; three paused programs in all, two per client (three quarters of three).
     let served = serve("paused", "max_concurrent_programs = 2\nmax_paused_programs = 3");
     let url = served.url.as_str();
-    let asking = |n: u32| format!("return (await tools.t.danger({{ n: {n} }})).n");
+    // (A JavaScript plugin's object reaches the program as its JSON text.)
+    let asking = |n: u32| format!("return JSON.parse(await tools.t.danger({{ n: {n} }})).n");
     let refused =
         |n: u32| format!("try {{ return await tools.t.danger({{ n: {n} }}) }} catch (e) {{ return e.message }}");
 
