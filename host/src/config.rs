@@ -6,6 +6,7 @@
 //! mode = "code"            # or "tools": each plugin tool as an MCP tool of its own
 //! tool_names = "own"       # (tools mode) or "prefixed": every tool as <plugin>__<tool>
 //! max_concurrent_programs = 8
+//! max_paused_programs = 16 # waiting for a person's answer (holding no slot)
 //! output_bytes = 65536
 //! catalog_budget = 8000    # past it, plugins are listed and programs use tools.$search
 //!
@@ -88,6 +89,15 @@ pub struct ServerConfig {
     /// `codemode mcp`, whose one client is the only session; three quarters of them
     /// under `codemode serve`, so no session can hold every slot).
     pub max_programs_per_session: Option<usize>,
+    /// Programs that may wait for a person's answer at once (an approval or a plugin's
+    /// question). A paused program holds no slot, only its idle worker; a question
+    /// beyond this is not asked and its call rejects (default: twice
+    /// `max_concurrent_programs`).
+    pub max_paused_programs: Option<usize>,
+    /// Paused programs of one MCP session (or one 2026-07-28 client's credential) at
+    /// once (default: all of them under `codemode mcp`; three quarters of them under
+    /// `codemode serve`, so one client cannot take every place).
+    pub max_paused_programs_per_session: Option<usize>,
     /// The largest result text handed to the agent; larger values are cut structurally.
     #[serde(default = "default_output_bytes")]
     pub output_bytes: usize,
@@ -192,6 +202,8 @@ impl Default for ServerConfig {
             mode: ServerMode::default(),
             max_concurrent_programs: default_concurrent_programs(),
             max_programs_per_session: None,
+            max_paused_programs: None,
+            max_paused_programs_per_session: None,
             output_bytes: default_output_bytes(),
             allowed_origins: Vec::new(),
             warm_workers: None,
@@ -221,6 +233,16 @@ fn default_session_idle_ms() -> u64 {
 
 fn default_concurrent_programs() -> usize {
     8
+}
+
+impl ServerConfig {
+    /// `max_paused_programs`, or its default: twice `max_concurrent_programs`. A paused
+    /// program's worker is idle but keeps its memory, so the default keeps the workers
+    /// alive within three times the running ones, while every slot's program can pause
+    /// and the slots, refilled, can pause once more before a question is refused.
+    pub fn paused_programs(&self) -> usize {
+        self.max_paused_programs.unwrap_or(2 * self.max_concurrent_programs.max(1))
+    }
 }
 
 fn default_output_bytes() -> usize {
@@ -557,6 +579,17 @@ impl Config {
                 path: path.into(),
                 problem: "warm_workers must be between 0 and 64".into(),
             });
+        }
+        for (name, value) in [
+            ("max_paused_programs", config.server.max_paused_programs),
+            ("max_paused_programs_per_session", config.server.max_paused_programs_per_session),
+        ] {
+            if value == Some(0) {
+                return Err(ConfigError::Server {
+                    path: path.into(),
+                    problem: format!("{name} must be at least 1 (a program waiting for a person's answer is counted there; with none allowed, no question could be asked)"),
+                });
+            }
         }
         if config.server.max_sessions == 0 {
             return Err(ConfigError::Server { path: path.into(), problem: "max_sessions must be at least 1".into() });
@@ -967,6 +1000,16 @@ mod tests {
         assert_eq!(c.approvals().get("db"), Some(&vec!["delete".to_string()]));
         let e = parse("[server]\nmode = \"both\"\n").unwrap_err().to_string();
         assert!(e.contains("unknown variant `both`"), "{e}");
+    }
+
+    #[test]
+    fn paused_programs_default_to_twice_the_slots_and_are_at_least_one() {
+        let c = parse("[server]\nmax_concurrent_programs = 3\n").unwrap();
+        assert_eq!((c.server.paused_programs(), c.server.max_paused_programs_per_session), (6, None));
+        let c = parse("[server]\nmax_paused_programs = 5\nmax_paused_programs_per_session = 2\n").unwrap();
+        assert_eq!((c.server.paused_programs(), c.server.max_paused_programs_per_session), (5, Some(2)));
+        let e = parse("[server]\nmax_paused_programs = 0\n").unwrap_err().to_string();
+        assert!(e.ends_with("max_paused_programs must be at least 1 (a program waiting for a person's answer is counted there; with none allowed, no question could be asked)"), "{e}");
     }
 
     #[test]

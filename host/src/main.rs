@@ -656,6 +656,8 @@ async fn serve(args: ServeArgs, http: Option<Listen>) -> anyhow::Result<i32> {
     if http.is_none() {
         // Standard input and output carry one client: it may use every slot.
         config.server.max_programs_per_session.get_or_insert(config.server.max_concurrent_programs);
+        let paused = config.server.paused_programs();
+        config.server.max_paused_programs_per_session.get_or_insert(paused);
     }
     // 2026-07-28 clients' paused programs: their states sealed with the replicas' shared
     // key (or one of this process), naming this replica when others may get its retries.

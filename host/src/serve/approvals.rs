@@ -11,8 +11,15 @@
 //!
 //! The questions are the same either way: a yes-or-no question, a form, or a page to
 //! open, with the text a person can trust ([`crate::tool::shown`]).
+//!
+//! Either way the program waits for a person, and its worker is idle meanwhile: the
+//! program pauses ([`super::slots::Seat::pause`], giving its slot back) before its
+//! question goes out, and resumes (waiting for a slot) once the answer is in. A
+//! question that would pause a program beyond the caps of paused programs is not
+//! asked; the call rejects saying why.
 
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Weak;
 use std::time::Duration;
 
 use rmcp::model::{ClientCapabilities, ElicitRequestParams, ElicitResult, ElicitationAction, ElicitationSchema};
@@ -20,6 +27,7 @@ use rmcp::{Peer, RoleServer};
 use serde_json::{json, Value};
 use tokio::sync::{mpsc, oneshot};
 
+use super::slots::Seat;
 use crate::tool::form::Form;
 use crate::tool::{ApprovalAnswer, ApprovalQuestion};
 
@@ -41,7 +49,13 @@ pub struct Question {
 #[derive(Clone)]
 pub enum Asker {
     /// A client of a revision with sessions: an `elicitation/create` request to it.
-    Session(Peer<RoleServer>),
+    Session {
+        /// The client.
+        peer: Peer<RoleServer>,
+        /// The asking program's seat (none for a tool called directly, which holds no
+        /// program slot).
+        seat: Option<Weak<Seat>>,
+    },
     /// A 2026-07-28 client: the question ends the current round of the paused program
     /// ([`super::rounds`]); the answer comes with the client's next request.
     Rounds {
@@ -49,6 +63,8 @@ pub enum Asker {
         capabilities: ClientCapabilities,
         /// The program's rounds.
         questions: mpsc::UnboundedSender<Question>,
+        /// The asking program's seat.
+        seat: Weak<Seat>,
     },
 }
 
@@ -56,15 +72,41 @@ impl Asker {
     /// What the client can do.
     fn capabilities(&self) -> Option<ClientCapabilities> {
         match self {
-            Asker::Session(peer) => peer.peer_info().map(|info| info.capabilities.clone()),
+            Asker::Session { peer, .. } => peer.peer_info().map(|info| info.capabilities.clone()),
             Asker::Rounds { capabilities, .. } => Some(capabilities.clone()),
         }
     }
 
-    /// Sends an elicitation and reads the person's action.
+    /// The asking program's seat (held weakly: a program that ends while its question
+    /// waits gives its seat back at once).
+    fn seat(&self) -> Option<Weak<Seat>> {
+        match self {
+            Asker::Session { seat, .. } => seat.clone(),
+            Asker::Rounds { seat, .. } => Some(seat.clone()),
+        }
+    }
+
+    /// Sends an elicitation and reads the person's action. The program is paused while
+    /// it waits (or, beyond the caps of paused programs, the question is not sent),
+    /// and waits for a slot again before it goes on.
     async fn send(&self, request: ElicitRequestParams) -> Asked {
+        let seat = self.seat();
+        if let Some(living) = seat.as_ref().and_then(Weak::upgrade) {
+            if let Err(refused) = living.pause().await {
+                return Asked::Failed(refused.to_string());
+            }
+        }
+        let asked = self.send_paused(request).await;
+        if let Some(living) = seat.as_ref().and_then(Weak::upgrade) {
+            living.resume().await;
+        }
+        asked
+    }
+
+    /// Sends an elicitation and reads the person's action (the program paused).
+    async fn send_paused(&self, request: ElicitRequestParams) -> Asked {
         let answer = match self {
-            Asker::Session(peer) => peer.create_elicitation(request).await.map_err(|e| e.to_string()),
+            Asker::Session { peer, .. } => peer.create_elicitation(request).await.map_err(|e| e.to_string()),
             Asker::Rounds { questions, .. } => {
                 let (answer, answered) = oneshot::channel();
                 if questions.send(Question { request, answer }).is_err() {

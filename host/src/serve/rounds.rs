@@ -14,11 +14,19 @@
 //!    to the question waiting for it, and waits for the next event the same way. A
 //!    question left unanswered is asked again; a state sent again without answers just
 //!    waits for the next event;
-//! 3. an answer that never comes: the waiting question is refused after
+//! 3. retries of one state may come at once (a client or a load balancer that tries
+//!    again): they take their turns at the run, and each is answered. The program's
+//!    result goes to the first that finds it; every later retry of the run is told
+//!    [`ALREADY_ANSWERED`] at once, for as long as the run is kept (a retry never
+//!    waits for an event that cannot come);
+//! 4. an answer that never comes: the waiting question is refused after
 //!    [`super::approvals::ANSWER_WAIT`] (the tool call rejects and the program goes on),
 //!    and the program ends at its wall clock at the latest, with that outcome; its
 //!    result is kept a while for a late retry ([`RESULT_KEPT`]). A program whose client
 //!    went away runs to its end under its limits, like a call it never awaited.
+//!
+//! While a program waits for an answer it holds no program slot
+//! ([`super::slots::Seat::pause`]): paused programs never keep others from running.
 //!
 //! The state is sealed with authenticated encryption ([`super::sealed_state`]:
 //! ChaCha20-Poly1305 under a key derived from the state key), so the client reads
@@ -65,6 +73,9 @@ pub const GONE: &str =
 /// What a client is told when a retry passed on by another replica reaches one that
 /// does not hold its program either.
 pub const NOT_HELD: &str = "this replica does not hold the program of this requestState, and a retry another replica passed on (x-codemode-forwarded) is not passed on again; send the retry without that header, which only replicas set";
+
+/// What a retry of a run whose result another request already took is told.
+pub const ALREADY_ANSWERED: &str = "this round was already answered: another request with the same requestState received the program's result (a result is given once). Use the answer that request received; to run the program again, call execute without a requestState";
 
 /// The header a replica sets on a request it passes on, so that it is never passed on
 /// again.
@@ -115,6 +126,16 @@ impl Binding {
         }
         Self(digest.finalize().into())
     }
+
+    /// The session the programs of this caller share for program slots
+    /// ([`super::slots`]): a 2026-07-28 client has no MCP session, so its credential
+    /// stands for one. (Its top bit is set: MCP sessions are numbered from 1 and never
+    /// reach it.)
+    pub fn slots_session(&self) -> u64 {
+        let mut first = [0u8; 8];
+        first.copy_from_slice(&self.0[..8]);
+        u64::from_le_bytes(first) | 1 << 63
+    }
 }
 
 /// One program of a 2026-07-28 client, paused or running between its requests.
@@ -126,7 +147,8 @@ pub struct Run {
     /// Questions sent to the client and not answered yet, by their key.
     asked: Mutex<BTreeMap<String, Question>>,
     next_key: std::sync::atomic::AtomicU64,
-    /// When the program ended (for the sweep of results nobody came back for).
+    /// When the program ended (for the sweep of runs kept after their end: a result
+    /// nobody came back for, or a result taken, for the retries that come late).
     ended: Mutex<Option<Instant>>,
 }
 
@@ -134,6 +156,7 @@ struct Inbox {
     questions: mpsc::UnboundedReceiver<Question>,
     /// False once every sender of questions is gone.
     questions_open: bool,
+    /// `None` once a request took the program's result.
     finished: Option<oneshot::Receiver<CallToolResult>>,
 }
 
@@ -236,7 +259,7 @@ impl Rounds {
     /// reason, so a forger learns nothing.
     pub fn resume(&self, state: &str, binding: Binding) -> Result<Resumed, String> {
         let refused = || {
-            "the requestState is not one this server gave you for a program that is still running (it is forged, another client's, expired, or its program is over and its result was taken); run the program again".to_string()
+            "the requestState is not one this server gave you for a program that is still running (it is forged, another client's, expired, or its program ended long ago); run the program again".to_string()
         };
         let opened = self.sealer.open(state, &binding.0).map_err(|e| {
             tracing::debug!("a requestState did not open: {e}");
@@ -273,11 +296,17 @@ impl Rounds {
     /// Waits for the run's next event and answers the round with it: the program's
     /// result (the run is over), or every question waiting for the person with the
     /// state to come back with. A cancelled request leaves the run as it is.
+    ///
+    /// Requests for one run take turns (the inbox's lock); one whose turn comes after
+    /// another took the result is answered [`ALREADY_ANSWERED`] at once.
     pub async fn round(&self, run: &Arc<Run>, cancelled: &CancellationToken) -> Result<CallToolResponse, ErrorData> {
         let mut inbox = tokio::select! {
             inbox = run.inbox.lock() => inbox,
             () = cancelled.cancelled() => return Err(ErrorData::internal_error("the request was cancelled; its program goes on, and the same requestState finds it", None)),
         };
+        if inbox.finished.is_none() {
+            return Err(ErrorData::invalid_params(ALREADY_ANSWERED, None));
+        }
         // Questions asked before and still unanswered are asked again at once.
         let waiting = run.asked.lock().unwrap_or_else(|p| p.into_inner()).values().any(|q| !q.answer.is_closed());
         if !waiting {
@@ -289,7 +318,8 @@ impl Rounds {
                     result = async {
                         match finished.as_mut() {
                             Some(finished) => finished.await.ok(),
-                            None => std::future::pending().await,
+                            // Checked above, under the same lock: a result not taken.
+                            None => None,
                         }
                     } => break Next::Finished(result),
                     question = questions.recv(), if *questions_open => match question {
@@ -302,8 +332,10 @@ impl Rounds {
             match next {
                 Next::Question(question) => self.ask(run, question),
                 Next::Finished(result) => {
+                    // Kept until the sweep (its end plus RESULT_KEPT), so that a retry
+                    // coming late is told the result was taken.
                     inbox.finished = None;
-                    self.runs.lock().unwrap_or_else(|p| p.into_inner()).remove(&run.id);
+                    run.end();
                     let result = result.unwrap_or_else(|| {
                         CallToolResult::error(vec![rmcp::model::ContentBlock::text(
                             "the program ended without a result (codemode's task for it failed)",
@@ -414,6 +446,12 @@ impl Run {
     fn ended(&self) -> Option<Instant> {
         *self.ended.lock().unwrap_or_else(|p| p.into_inner())
     }
+
+    /// Marks the program as ended now, unless it already was (its task reports the
+    /// end; a task that failed could not).
+    fn end(&self) {
+        self.ended.lock().unwrap_or_else(|p| p.into_inner()).get_or_insert_with(Instant::now);
+    }
 }
 
 enum Next {
@@ -481,8 +519,52 @@ mod tests {
             panic!("complete")
         };
         assert_eq!(result.content[0].as_text().unwrap().text, "done");
-        // The run is over: its state opens nothing any more.
-        assert!(rounds.resume(&state, caller).is_err());
+        // The result was taken: a late retry of the state is told so, at once.
+        let Ok(Resumed::Here(late)) = rounds.resume(&state, caller) else { panic!("kept for late retries") };
+        let error = rounds.round(&late, &CancellationToken::new()).await.err().unwrap();
+        assert_eq!(error.message, ALREADY_ANSWERED);
+    }
+
+    #[tokio::test]
+    async fn retries_waiting_together_are_each_answered_once_the_result_is_taken() {
+        let rounds = Arc::new(rounds(None));
+        let caller = Binding::of(Some("Bearer a"));
+        let (run, side) = rounds.start(caller);
+        let (q, answered) = question();
+        side.questions.send(q).unwrap();
+        let (state, _) = state_of(&rounds.round(&run, &CancellationToken::new()).await.unwrap());
+        rounds.answer(&run, [("q1".to_string(), serde_json::json!({ "action": "accept", "content": {} }))].into());
+        assert_eq!(answered.await.unwrap().action, ElicitationAction::Accept);
+        // Two retries of the state wait at once (one answering again, one not), and
+        // the program's questions are over before it ends.
+        let retry = |answers: bool| {
+            let rounds = Arc::clone(&rounds);
+            let state = state.clone();
+            tokio::spawn(async move {
+                let Ok(Resumed::Here(run)) = rounds.resume(&state, caller) else { panic!("resumed") };
+                if answers {
+                    rounds.answer(&run, [("q1".to_string(), serde_json::json!({ "action": "accept" }))].into());
+                }
+                rounds.round(&run, &CancellationToken::new()).await
+            })
+        };
+        let (first, second) = (retry(true), retry(false));
+        tokio::task::yield_now().await;
+        let RunSide { questions, finished, run: _ } = side;
+        drop(questions);
+        tokio::task::yield_now().await;
+        let _ = finished.send(CallToolResult::success(vec![rmcp::model::ContentBlock::text("done")]));
+        let mut answers = Vec::new();
+        for retry in [first, second] {
+            answers.push(
+                tokio::time::timeout(Duration::from_secs(5), retry).await.expect("every retry is answered").unwrap(),
+            );
+        }
+        let (results, refusals): (Vec<_>, Vec<_>) = answers.into_iter().partition(|r| r.is_ok());
+        assert_eq!((results.len(), refusals.len()), (1, 1));
+        let Ok(CallToolResponse::Complete(result)) = &results[0] else { panic!("the result") };
+        assert_eq!(result.content[0].as_text().unwrap().text, "done");
+        assert_eq!(refusals[0].as_ref().err().unwrap().message, ALREADY_ANSWERED);
     }
 
     #[tokio::test]

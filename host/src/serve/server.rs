@@ -3,7 +3,8 @@
 //! - **Code mode** (the default): one tool, `execute { code }`, whose description
 //!   ([`super::description`]) declares every plugin tool. Each call runs the program in
 //!   its own worker through the [`Executor`], at most `max_concurrent_programs` at once
-//!   (the rest wait their turn, shared fairly between sessions: [`super::slots`]). A client's `notifications/cancelled` cancels the
+//!   (the rest wait their turn, shared fairly between sessions: [`super::slots`]; a
+//!   program waiting for a person's answer holds no slot meanwhile). A client's `notifications/cancelled` cancels the
 //!   request's token, which kills the worker and cancels its tool calls at their
 //!   plugins. With a progress token, each finished tool call sends a progress
 //!   notification.
@@ -41,7 +42,7 @@ use rmcp::service::{NotificationContext, RequestContext, SubscriptionContext};
 use rmcp::{ErrorData, Peer, RoleServer, ServerHandler};
 use serde_json::{json, Value};
 
-use super::approvals::{Approvals, Asker, Question};
+use super::approvals::{Approvals, Asker};
 use super::cut::{cut_json, cut_text};
 use super::description::{execute_description, instructions};
 use super::logs;
@@ -133,7 +134,14 @@ impl CodemodeServer {
         let instructions = instructions(rules, config.mode, config.tool_names);
         let total = config.max_concurrent_programs.max(1);
         let per_session = config.max_programs_per_session.unwrap_or_else(|| super::slots::per_session_cap(total));
-        let programs = super::slots::ProgramSlots::new(total, per_session);
+        let paused = config.paused_programs();
+        let paused = super::slots::PausedCaps {
+            total: paused,
+            per_session: config
+                .max_paused_programs_per_session
+                .unwrap_or_else(|| super::slots::per_session_cap(paused)),
+        };
+        let programs = super::slots::ProgramSlots::new(total, per_session, paused);
         let shared = Shared {
             rounds,
             executor,
@@ -246,12 +254,13 @@ impl CodemodeServer {
     ) -> CallToolResult {
         let Some(code) = program_text(arguments.as_ref()) else { return missing_program() };
         // Wait for a free slot (shared fairly between sessions); a client that gives up
-        // while waiting leaves the queue.
-        let _slot = tokio::select! {
-            slot = self.shared.programs.acquire(self.session.id) => slot,
+        // while waiting leaves the queue. The seat is given back when the program ends.
+        let seat = self.shared.programs.seat(self.session.id);
+        tokio::select! {
+            () = seat.take() => {}
             () = ctx.ct.cancelled() => return CallToolResult::error(vec![ContentBlock::text("the program was cancelled before it started")]),
         };
-        let asker = Asker::Session(ctx.peer.clone());
+        let asker = Asker::Session { peer: ctx.peer.clone(), seat: Some(Arc::downgrade(&seat)) };
         let (hooks, progress_sent) =
             Hooks::new(asker, ctx.peer.clone(), ctx.meta.get_progress_token(), Arc::clone(&self.session));
         let program = Program::new(code)
@@ -333,7 +342,13 @@ impl CodemodeServer {
             return Ok(CallToolResponse::Complete(missing_program()));
         };
         let (run, side) = rounds.start(binding);
-        let asker = self.asker(&ctx, Some(side.questions.clone()));
+        // The client's programs share one session for slots: its credential's.
+        let seat = self.shared.programs.seat(binding.slots_session());
+        let asker = Asker::Rounds {
+            capabilities: ctx.client_capabilities().unwrap_or_default(),
+            questions: side.questions.clone(),
+            seat: Arc::downgrade(&seat),
+        };
         // Each program is a session of its own ("once" approvals last for it).
         let session = Arc::new(Session::default());
         let (hooks, progress_sent) =
@@ -343,26 +358,14 @@ impl CodemodeServer {
             .caller(self.caller(&ctx))
             .hooks(Arc::new(hooks) as Arc<dyn CallHooks>);
         let server = self.clone();
-        let slot_session = session.id;
         tokio::spawn(async move {
-            let _slot = server.shared.programs.acquire(slot_session).await;
+            seat.take().await;
             let result = server.run_to_result(program, progress_sent).await;
+            // Its slot is free before its client has the result.
+            drop(seat);
             side.finish(result);
         });
         rounds.round(&run, &ctx.ct).await
-    }
-
-    /// Who asks the person for this request: its session, or (`rounds`) the paused
-    /// program's rounds of a 2026-07-28 client.
-    fn asker(
-        &self,
-        ctx: &RequestContext<RoleServer>,
-        rounds: Option<tokio::sync::mpsc::UnboundedSender<Question>>,
-    ) -> Asker {
-        match rounds {
-            Some(questions) => Asker::Rounds { capabilities: ctx.client_capabilities().unwrap_or_default(), questions },
-            None => Asker::Session(ctx.peer.clone()),
-        }
     }
 
     async fn call_separate(
@@ -392,7 +395,8 @@ impl CodemodeServer {
             ));
         };
         let input = Value::Object(arguments.unwrap_or_default());
-        let asker = self.asker(&ctx, None);
+        // A tool called directly holds no program slot.
+        let asker = Asker::Session { peer: ctx.peer.clone(), seat: None };
         let (hooks, _) = Hooks::new(asker, ctx.peer.clone(), None, Arc::clone(&self.session));
         let hooks = Arc::new(hooks);
         let checked = tool.check_input(&format!("{plugin}.{}", tool.definition.name), &input);
