@@ -336,11 +336,20 @@ impl Executor {
 
     /// Sets the search model once it has loaded (`codemode serve` loads it after it
     /// starts listening): the current catalog's tools are embedded in the background,
-    /// and programs that start later rank by meaning too. A second model is ignored.
+    /// programs that start later rank by meaning too, and every
+    /// [`Executor::watch_catalog`] receiver is told (the execute tool's description
+    /// names the ranker). A second model is ignored.
     pub fn set_semantic(&self, semantic: Arc<Semantic>) {
-        let current = self.catalog.write().unwrap_or_else(|p| p.into_inner());
-        if self.semantic.set(Arc::clone(&semantic)).is_ok() {
-            embed_in_background(Some(&semantic), &current);
+        let set = {
+            let current = self.catalog.write().unwrap_or_else(|p| p.into_inner());
+            let set = self.semantic.set(Arc::clone(&semantic)).is_ok();
+            if set {
+                embed_in_background(Some(&semantic), &current);
+            }
+            set
+        };
+        if set {
+            self.catalog_version.send_modify(|v| *v += 1);
         }
     }
 
