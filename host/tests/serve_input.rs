@@ -22,7 +22,7 @@ const STATE_KEY: &str = "kkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkk";
 const REPLICA_A: &str = "http://127.0.0.1:9/mcp";
 const REPLICA_B: &str = "http://127.0.0.1:10/mcp";
 /// What every state that cannot be used is answered with.
-const REFUSED: &str = "the requestState is not one this server gave you for a program that is still running (it is forged, another client's, expired, or its program is over and its result was taken); run the program again";
+const REFUSED: &str = "the requestState is not one this server gave you for a program that is still running (it is forged, another client's, expired, or its program ended long ago); run the program again";
 
 /// A running `codemode serve`; killed when dropped.
 struct Served {
