@@ -633,6 +633,51 @@ def case_memory(folder, limit_mib=64, in_flight=8):
         check(trivial > 0 and peak <= bound, f"memory ({label}): peak {peak / 2**20:.1f} MiB within {bound / 2**20:.1f} MiB")
 
 
+def case_trickle(folder, body_bytes=100):
+    """A request body trickled at 1 byte/s is cut off at the body deadline."""
+    import socket
+    import urllib.parse
+
+    server = Serve(folder, "example_tools = true\n")
+    url = urllib.parse.urlparse(server.url)
+    sock = socket.create_connection((url.hostname, url.port), timeout=60)
+    sock.sendall(
+        (
+            f"POST {url.path} HTTP/1.1\r\nHost: {url.hostname}\r\nContent-Type: application/json\r\n"
+            f"Accept: application/json, text/event-stream\r\nContent-Length: {body_bytes}\r\n\r\n"
+        ).encode()
+    )
+    t0 = time.monotonic()
+    answer = b""
+    sock.settimeout(1.0)
+    sent = 0
+    while time.monotonic() - t0 < 45:
+        try:
+            if sent < body_bytes - 1:
+                sock.sendall(b" ")
+                sent += 1
+        except OSError:
+            break
+        try:
+            chunk = sock.recv(4096)
+            if not chunk:
+                break
+            answer += chunk
+        except socket.timeout:
+            continue
+        except OSError:
+            break
+    closed_after = time.monotonic() - t0
+    sock.close()
+    status = answer.split(b"\r\n", 1)[0].decode(errors="replace")
+    server.close()
+    detail = f"{status or 'closed'} after {closed_after:.1f} s ({sent} bytes sent)"
+    ROWS.append(("trickle: a body at 1 byte/s", None, None, closed_after, server.slowest, detail))
+    print(f"  trickle: {detail}", flush=True)
+    check(status in ("", "HTTP/1.1 408 Request Timeout"), f"trickle: answered 408 or closed: {status}")
+    check(closed_after < 40, f"trickle: cut off at the 30 s body deadline: {closed_after:.1f} s")
+
+
 CASES = {
     "random": case_random,
     "search": case_search,
@@ -649,6 +694,7 @@ CASES = {
     "calls": case_calls,
     "sessions": case_sessions,
     "memory": case_memory,
+    "trickle": case_trickle,
 }
 
 

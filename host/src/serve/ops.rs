@@ -5,8 +5,9 @@
 //! - `GET /healthz`: 200 while programs can run: the template process is alive (template
 //!   mode) and every sandbox layer applies (or, with `--insecure-allow-weaker-sandbox`,
 //!   the missing ones are listed). 503 otherwise. The body is JSON ([`Health`]).
-//! - `GET /readyz`: 200 once the server takes MCP requests and while it is healthy; 503
-//!   before and after (a draining replica stops being ready first).
+//! - `GET /readyz`: 200 once the server takes MCP requests and has loaded its search
+//!   model (or fallen back to ranking by words), and while it is healthy; 503 before and
+//!   after (a draining replica stops being ready first).
 //! - `GET /metrics`: Prometheus text exposition of [`crate::telemetry`]'s metrics,
 //!   rendered by `metrics-exporter-prometheus`.
 //!
@@ -126,7 +127,7 @@ impl Ops {
                 let ok = health.problem.is_none() && (path == "/healthz" || self.ready.load(Ordering::Acquire));
                 let mut body = serde_json::to_string(&health).unwrap_or_default();
                 if path == "/readyz" && !self.ready.load(Ordering::Acquire) {
-                    body = r#"{"status":"not_ready","problem":"the MCP listener is not taking requests"}"#.into();
+                    body = r#"{"status":"not_ready","problem":"not taking MCP requests yet (the listener or the search model is still starting) or any more (draining)"}"#.into();
                 }
                 body.push('\n');
                 let status = if ok { http::StatusCode::OK } else { http::StatusCode::SERVICE_UNAVAILABLE };
