@@ -4,23 +4,14 @@
 //! ending a session).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::io::{BufRead, BufReader, Write};
+mod common;
+
+use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::Duration;
 
-/// A running `codemode serve`; killed when dropped.
-struct Served {
-    child: Child,
-    url: String,
-}
-
-impl Drop for Served {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
+use common::{start_serve, Served};
 
 fn codemode() -> &'static str {
     env!("CARGO_BIN_EXE_codemode")
@@ -29,26 +20,9 @@ fn codemode() -> &'static str {
 /// Starts `codemode serve` with the example tools on a free loopback port, with `extra`
 /// arguments and environment, and waits for the address it prints.
 fn serve(extra: &[&str], env: &[(&str, &str)]) -> Served {
-    let mut child = Command::new(codemode())
-        .args(["serve", "--example-tools", "--listen", "127.0.0.1:0"])
-        .args(extra)
-        .envs(env.iter().copied())
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
-    let url = loop {
-        let line = lines.next().expect("codemode serve exited before it listened").unwrap();
-        if let Some(at) = line.find("serving MCP on ") {
-            let rest = &line[at + "serving MCP on ".len()..];
-            break rest.split_whitespace().next().unwrap().to_string();
-        }
-    };
-    // Keep draining stderr so that the server never blocks on a full pipe.
-    std::thread::spawn(move || for _ in lines.by_ref() {});
-    Served { child, url }
+    let mut command = Command::new(codemode());
+    command.args(["serve", "--example-tools", "--listen", "127.0.0.1:0"]).args(extra).envs(env.iter().copied());
+    start_serve(command)
 }
 
 fn folder(label: &str) -> PathBuf {

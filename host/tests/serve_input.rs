@@ -5,15 +5,19 @@
 //! connection closed at its deadline) and a kept-alive connection left idle (closed).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::io::{BufRead, BufReader, Read, Write};
+mod common;
+
+use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
+use std::process::Command;
 use std::time::{Duration, Instant};
 
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use base64::Engine as _;
 use serde_json::{json, Value};
+
+use common::{start_serve, Served};
 
 const TOKEN: &str = "token-of-client-a";
 const STATE_KEY: &str = "kkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkk";
@@ -23,19 +27,6 @@ const REPLICA_A: &str = "http://127.0.0.1:9/mcp";
 const REPLICA_B: &str = "http://127.0.0.1:10/mcp";
 /// What every state that cannot be used is answered with.
 const REFUSED: &str = "the requestState is not one this server gave you for a program that is still running (it is forged, another client's, expired, or its program ended long ago); run the program again";
-
-/// A running `codemode serve`; killed when dropped.
-struct Served {
-    child: Child,
-    url: String,
-}
-
-impl Drop for Served {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
 
 /// A configuration whose `hello.greet` needs a person's approval.
 fn config(label: &str) -> PathBuf {
@@ -58,26 +49,13 @@ fn config(label: &str) -> PathBuf {
 /// Starts `codemode serve --config CONFIG` on a free loopback port with the token and
 /// the shared state key, with `extra` arguments, and waits for the address it prints.
 fn serve(config: &std::path::Path, extra: &[&str]) -> Served {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_codemode"))
+    let mut command = Command::new(env!("CARGO_BIN_EXE_codemode"));
+    command
         .args(["serve", "--listen", "127.0.0.1:0", "--config", config.to_str().unwrap()])
         .args(extra)
         .env("CODEMODE_TOKEN", TOKEN)
-        .env("CODEMODE_STATE_KEY", STATE_KEY)
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
-    let url = loop {
-        let line = lines.next().expect("codemode serve exited before it listened").unwrap();
-        if let Some(at) = line.find("serving MCP on ") {
-            let rest = &line[at + "serving MCP on ".len()..];
-            break rest.split_whitespace().next().unwrap().to_string();
-        }
-    };
-    std::thread::spawn(move || for _ in lines.by_ref() {});
-    Served { child, url }
+        .env("CODEMODE_STATE_KEY", STATE_KEY);
+    start_serve(command)
 }
 
 /// One 2026-07-28 `tools/call execute`, as a client sends it: its JSON-RPC answer.

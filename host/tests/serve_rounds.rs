@@ -11,27 +11,17 @@
 //!    reject saying why; the paused programs resume and finish when answered.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::io::{BufRead, BufReader};
-use std::process::{Child, Command, Stdio};
+mod common;
+
+use std::process::Command;
 use std::time::Duration;
 
 use serde_json::{json, Value};
 
+use common::{start_serve, Served};
+
 /// What a retry is told when another retry of its state took the result.
 const ALREADY_ANSWERED: &str = "this round was already answered: another request with the same requestState received the program's result (a result is given once). Use the answer that request received; to run the program again, call execute without a requestState";
-
-/// A running `codemode serve`; killed when dropped.
-struct Served {
-    child: Child,
-    url: String,
-}
-
-impl Drop for Served {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
 
 /// `codemode serve` with plugin `t` (its `danger` needs approval; `wait` waits `ms`)
 /// and `server` as its `[server]` section, on a free loopback port.
@@ -62,23 +52,9 @@ fn serve(label: &str, server: &str) -> Served {
         ),
     )
     .unwrap();
-    let mut child = Command::new(env!("CARGO_BIN_EXE_codemode"))
-        .args(["serve", "--config", config.to_str().unwrap(), "--listen", "127.0.0.1:0"])
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
-    let url = loop {
-        let line = lines.next().expect("codemode serve exited before it listened").unwrap();
-        if let Some(at) = line.find("serving MCP on ") {
-            break line[at + "serving MCP on ".len()..].split_whitespace().next().unwrap().to_string();
-        }
-    };
-    // Keep draining stderr so that the server never blocks on a full pipe.
-    std::thread::spawn(move || for _ in lines.by_ref() {});
-    Served { child, url }
+    let mut command = Command::new(env!("CARGO_BIN_EXE_codemode"));
+    command.args(["serve", "--config", config.to_str().unwrap(), "--listen", "127.0.0.1:0"]);
+    start_serve(command)
 }
 
 /// One 2026-07-28 `tools/call execute` of the client whose credential is `token`: the

@@ -214,3 +214,40 @@ pub fn codemode_cli(args: &[&str], stdin: &str, env: &[(&str, &str)]) -> (i32, S
         String::from_utf8_lossy(&out.stderr).into_owned(),
     )
 }
+
+/// A running `codemode serve`; killed when dropped.
+pub struct Served {
+    /// The server process.
+    pub child: std::process::Child,
+    /// Its MCP endpoint (`http://127.0.0.1:PORT/mcp`).
+    pub url: String,
+}
+
+impl Drop for Served {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Starts `command` (`codemode serve ... --listen 127.0.0.1:0`), waits for the MCP
+/// address it prints, and keeps draining its stderr so that it never blocks on a full
+/// pipe.
+pub fn start_serve(mut command: std::process::Command) -> Served {
+    use std::io::BufRead;
+    let mut child = command
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = std::io::BufReader::new(child.stderr.take().unwrap()).lines();
+    let url = loop {
+        let line = lines.next().expect("codemode serve exited before it listened").unwrap();
+        if let Some(at) = line.find("serving MCP on ") {
+            break line[at + "serving MCP on ".len()..].split_whitespace().next().unwrap().to_string();
+        }
+    };
+    std::thread::spawn(move || for _ in lines.by_ref() {});
+    Served { child, url }
+}
