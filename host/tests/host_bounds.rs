@@ -13,8 +13,11 @@
 //!    oldest make room);
 //! 4. 1,000 sessions are opened (at most `max_sessions` exist; the rest get 503).
 //!
-//! The server runs with the default limits and budgets (only the CPU step is raised,
-//! so that building 48 MiB strings on a loaded machine is not what stops a program).
+//! The server runs with the default budgets and limits but two: the CPU step is raised,
+//! so that building 48 MiB strings on a loaded machine is not what stops a program, and
+//! the memory limit is 512 MiB, since handing a 48 MiB string to a tool call takes the
+//! worker about 300 MiB at its peak (the string, its JSON text, and the copies the call
+//! makes of it), more than the default 256 MiB now that the limit counts everything.
 //! Then the host's peak RSS (`VmHWM`) must stay under [`HOST_PEAK_LIMIT_MIB`]; the
 //! figures are printed.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
@@ -119,7 +122,7 @@ fn setup(dir: &std::path::Path, http_port: u16) -> PathBuf {
     std::fs::write(
         &config,
         format!(
-            "example_tools = true\n\n[limits]\ncpu_step_ms = 60000\n\n[[plugin]]\nname = \"slow\"\nkind = \"process\"\ncommand = \"python3\"\nargs = [\"{}\"]\n\n[[plugin]]\nname = \"flooder\"\nkind = \"javascript\"\npath = \"flooder\"\nmemory_mib = 512\ntimeout_ms = 120000\n",
+            "example_tools = true\n\n[limits]\ncpu_step_ms = 60000\nmemory_mib = 512\n\n[[plugin]]\nname = \"slow\"\nkind = \"process\"\ncommand = \"python3\"\nargs = [\"{}\"]\n\n[[plugin]]\nname = \"flooder\"\nkind = \"javascript\"\npath = \"flooder\"\nmemory_mib = 512\ntimeout_ms = 120000\n",
             script.display()
         ),
     )
