@@ -19,10 +19,17 @@
 //! event loop) fits the fixed part of the headroom. (The spawn path, which makes its
 //! engine after the sandbox hides `/proc`, allows a fixed 128 MiB for it instead.)
 //!
-//! Measured (issue 33, 2-core VM, `tests/hostile/run.py memory-*`, 8 programs at once,
-//! `memory_mib = 64`): with the earlier backstop (the template's base + 1.5 x limit +
-//! 64 MiB) a worker filling 4 MiB typed arrays peaked at 164-171 MiB RSS, a trivial
-//! one at 11 MiB; with [`program_backstop_bytes`] see `tests/hostile/run.py`'s report.
+//! Measured (issue 33, 2-core VM, `python3 tests/hostile/run.py target/release/codemode
+//! memory`: 8 programs at once, `memory_mib = 64`, each worker's peak RSS from the
+//! kernel when it is reaped): a trivial worker peaks at 11.3 MiB. With the earlier
+//! backstop (base + 1.5 x limit + 64 MiB, the heap limit at the limit) a worker filling
+//! 4 MiB typed arrays peaked at 164-171 MiB. Now: typed arrays filled 79.1 MiB,
+//! untouched 11.5, strings 79.3, arrays 58.7, maps 63.9, typed arrays then small
+//! objects 71.8 (at most 106% of the limit above a trivial worker). With the heap limit
+//! at the limit, a `Map` flood reached the backstop first and ended as "threw a value:
+//! null" (QuickJS could not allocate its error): hence [`program_heap_limit_bytes`]. A
+//! program that hands a 48 MiB string to a tool call needs about 300 MiB (the string,
+//! its JSON text, the call's copies): it no longer fits under 256 MiB.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
