@@ -26,25 +26,15 @@ mod common;
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
+use std::process::Command;
 use std::time::{Duration, Instant};
+
+use common::{start_serve, Served};
 
 /// The host's peak RSS across every attack, at most (the README states it).
 const HOST_PEAK_LIMIT_MIB: u64 = 400;
 /// The bearer token the server requires.
 const TOKEN: &str = "bounds-test-token";
-
-struct Served {
-    child: Child,
-    url: String,
-}
-
-impl Drop for Served {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
 
 fn status_kib(pid: u32, field: &str) -> u64 {
     let value = common::status_field(pid as i32, field);
@@ -131,23 +121,11 @@ fn setup(dir: &std::path::Path, http_port: u16) -> PathBuf {
 }
 
 fn serve(config: &std::path::Path) -> Served {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_codemode"))
+    let mut command = Command::new(env!("CARGO_BIN_EXE_codemode"));
+    command
         .args(["serve", "--config", config.to_str().unwrap(), "--listen", "127.0.0.1:0"])
-        .env("CODEMODE_TOKEN", TOKEN)
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
-    let url = loop {
-        let line = lines.next().expect("codemode serve exited before it listened").unwrap();
-        if let Some(at) = line.find("serving MCP on ") {
-            break line[at + "serving MCP on ".len()..].split_whitespace().next().unwrap().to_string();
-        }
-    };
-    std::thread::spawn(move || for _ in lines.by_ref() {});
-    Served { child, url }
+        .env("CODEMODE_TOKEN", TOKEN);
+    start_serve(command)
 }
 
 /// Runs one program through a fresh MCP session (rmcp's own client); the result's text.
