@@ -27,6 +27,7 @@
 pub mod cgroups;
 pub mod config;
 pub mod config_discovery;
+pub mod dispatch;
 pub mod examples;
 pub mod executor;
 pub mod launcher;
@@ -43,7 +44,8 @@ pub mod tool;
 pub mod typescript;
 pub mod worker_process;
 
-pub use executor::{default_worker_path, CallHooks, Executor, ExecutorBuilder, ExecutorError, Program};
+pub use dispatch::CallHooks;
+pub use executor::{default_worker_path, Executor, ExecutorBuilder, ExecutorError, Program};
 pub use launcher::{LaunchMode, SandboxPolicy};
 pub use limits::Limits;
 pub use outcome::{Outcome, OutcomeKind, Phases};

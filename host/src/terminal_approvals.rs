@@ -7,19 +7,21 @@
 //! field is asked on the terminal (Enter keeps its default), or `--accept-defaults`
 //! answers them with the server's defaults.
 //!
-//! Which calls ask is decided by one pure function ([`decide`]); asking is serialised,
-//! so that concurrent calls never interleave their prompts.
+//! Which calls ask is decided by the one approval policy of every front end
+//! ([`crate::dispatch::approval`]); this module supplies what the flags allow up front
+//! and how to ask. Asking is serialised, so that concurrent calls never interleave
+//! their prompts.
 
 use std::collections::BTreeSet;
 use std::io::{BufRead, Write};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use futures::future::BoxFuture;
 use serde_json::Value;
 
-use crate::executor::CallHooks;
+use crate::dispatch::{ApprovedOnce, CallHooks, RunRequest};
 use crate::tool::form::Form;
-use crate::tool::{Approval, ApprovalAnswer, ApprovalQuestion, Approver, CallProgress, ProgressSink, Tool};
+use crate::tool::{ApprovalAnswer, ApprovalQuestion, Approver, CallProgress, ProgressSink};
 
 /// The terminal the person answers on.
 const TERMINAL: &str = "/dev/tty";
@@ -53,34 +55,11 @@ impl PreApproved {
     }
 }
 
-/// What to do with a call.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Decision {
-    /// Run it.
-    Allow,
-    /// Ask the person first (remembering a yes when `once`).
-    Ask {
-        /// The approval holds for the rest of this run.
-        once: bool,
-    },
-}
-
-/// Whether `plugin.tool`, which asks as `approval`, runs, asks, given the flags and
-/// what was already approved once in this run.
-pub fn decide(approval: Approval, name: &str, flags: &PreApproved, approved_once: &BTreeSet<String>) -> Decision {
-    match approval {
-        Approval::Never => Decision::Allow,
-        _ if flags.all || flags.tools.contains(name) => Decision::Allow,
-        Approval::OncePerSession if approved_once.contains(name) => Decision::Allow,
-        Approval::OncePerSession => Decision::Ask { once: true },
-        Approval::Always => Decision::Ask { once: false },
-    }
-}
-
 /// `codemode run`'s hooks: approvals on the terminal.
 pub struct TerminalApprovals {
     flags: PreApproved,
-    approved_once: Arc<Mutex<BTreeSet<String>>>,
+    /// The approvals given once in this run.
+    approved_once: ApprovedOnce,
     /// One prompt at a time.
     asking: Arc<tokio::sync::Mutex<()>>,
 }
@@ -88,7 +67,7 @@ pub struct TerminalApprovals {
 impl TerminalApprovals {
     /// Hooks allowing what `flags` allow and asking on the terminal for the rest.
     pub fn new(flags: PreApproved) -> Arc<Self> {
-        Arc::new(Self { flags, approved_once: Arc::default(), asking: Arc::default() })
+        Arc::new(Self { flags, approved_once: ApprovedOnce::default(), asking: Arc::default() })
     }
 
     /// Asks `question` on the terminal; `Err` says why nobody could be asked.
@@ -123,21 +102,15 @@ fn ask_on_terminal(question: &str) -> Result<bool, String> {
 }
 
 impl CallHooks for TerminalApprovals {
-    fn before(&self, plugin: &str, tool: &Tool, input: &Value) -> BoxFuture<'static, Result<(), String>> {
-        let name = format!("{plugin}.{}", tool.definition.name);
-        let level = match tool.definition.requires_approval {
-            Approval::OncePerSession => "once per run",
-            _ => "for each call",
-        };
-        let approved = self.approved_once.lock().unwrap_or_else(|p| p.into_inner());
-        let decision = decide(tool.definition.requires_approval, &name, &self.flags, &approved);
-        drop(approved);
-        let once = match decision {
-            Decision::Allow => return Box::pin(async { Ok(()) }),
-            Decision::Ask { once } => once,
-        };
-        let why = tool.definition.approval_reason.as_ref().map(|r| format!(" ({r})")).unwrap_or_default();
-        let shown = match crate::tool::shown::input_for_person(input) {
+    fn pre_approved(&self, plugin: &str, tool: &str) -> bool {
+        self.flags.all || self.flags.tools.contains(&format!("{plugin}.{tool}"))
+    }
+
+    fn ask_to_run(&self, request: RunRequest) -> BoxFuture<'static, Result<(), String>> {
+        let name = format!("{}.{}", request.plugin, request.tool);
+        let level = if request.once { "once per run" } else { "for each call" };
+        let why = request.reason.as_ref().map(|r| format!(" ({r})")).unwrap_or_default();
+        let shown = match crate::tool::shown::input_for_person(&request.input) {
             Ok(shown) => shown,
             Err(refused) => {
                 let refused = format!("tools.{name} needs a person's approval, and {refused}");
@@ -146,23 +119,19 @@ impl CallHooks for TerminalApprovals {
         };
         let question = format!("codemode: allow tools.{name}{why} to run with this input?\n{shown}\n");
         let asked = Self::prompt(Arc::clone(&self.asking), question);
-        let approved_once = Arc::clone(&self.approved_once);
         Box::pin(async move {
             match asked.await {
-                Ok(true) => {
-                    if once {
-                        if let Ok(mut approved) = approved_once.lock() {
-                            approved.insert(name);
-                        }
-                    }
-                    Ok(())
-                }
+                Ok(true) => Ok(()),
                 Ok(false) => Err(format!("the person declined the call to tools.{name}")),
                 Err(why) => Err(format!(
                     "tools.{name} needs a person's approval ({level}), and {why}: pass --approve {name} (or --approve-all) to allow it"
                 )),
             }
         })
+    }
+
+    fn approved_once(&self) -> &ApprovedOnce {
+        &self.approved_once
     }
 
     fn after(&self, _plugin: &str, _tool: &str, _ok: bool) {}
@@ -321,19 +290,14 @@ mod tests {
     }
 
     #[test]
-    fn flags_allow_up_front_and_once_is_remembered() {
-        let none = PreApproved::default();
-        let one = PreApproved::new(false, &["tools.notes.delete".into()], false).unwrap();
-        let all = PreApproved::new(true, &[], false).unwrap();
-        let empty = BTreeSet::new();
-        assert_eq!(decide(Approval::Never, "notes.add", &none, &empty), Decision::Allow);
-        assert_eq!(decide(Approval::Always, "notes.delete", &none, &empty), Decision::Ask { once: false });
-        assert_eq!(decide(Approval::Always, "notes.delete", &one, &empty), Decision::Allow);
-        assert_eq!(decide(Approval::Always, "notes.wipe", &one, &empty), Decision::Ask { once: false });
-        assert_eq!(decide(Approval::Always, "notes.wipe", &all, &empty), Decision::Allow);
-        assert_eq!(decide(Approval::OncePerSession, "notes.sync", &none, &empty), Decision::Ask { once: true });
-        let approved: BTreeSet<String> = ["notes.sync".to_string()].into();
-        assert_eq!(decide(Approval::OncePerSession, "notes.sync", &none, &approved), Decision::Allow);
+    fn flags_allow_up_front() {
+        let none = TerminalApprovals::new(PreApproved::default());
+        let one = TerminalApprovals::new(PreApproved::new(false, &["tools.notes.delete".into()], false).unwrap());
+        let all = TerminalApprovals::new(PreApproved::new(true, &[], false).unwrap());
+        assert!(!none.pre_approved("notes", "delete"));
+        assert!(one.pre_approved("notes", "delete"));
+        assert!(!one.pre_approved("notes", "wipe"));
+        assert!(all.pre_approved("notes", "wipe"));
         assert_eq!(
             PreApproved::new(false, &["delete".into()], false).unwrap_err(),
             "--approve delete: name the tool as PLUGIN.TOOL (for example --approve notes.delete)"

@@ -5,7 +5,11 @@ Run by scripts/test-mcp-server.sh:
     python tests/mcp/test_service.py path/to/codemode
 
 Two `codemode serve --stateless` replicas with `--ops-listen`, as a load balancer would
-see them. Checked:
+see them, and one in separate-tools mode. Checked:
+
+- a plugin tool called directly (separate-tools mode) takes the same path as a
+  program's call: an unavailable plugin says why and is tried again at the call,
+  progress reaches the client, the input is checked, and `/metrics` counts the calls;
 
 - the official MCP Python SDK's client works against a stateless replica (initialize,
   tools/list, execute), and bare JSON-RPC requests with no session, sent alternately to
@@ -160,7 +164,80 @@ async def sdk_client(replica):
             check(not result.is_error and result.content[0].text == "5", f"the SDK client runs a program: {result}")
 
 
+async def separate_tools_share_the_call_path(replica, ready):
+    """A plugin tool called directly (separate-tools mode) goes the way a program's call
+    does: an unavailable plugin is tried again at the call, progress reaches the client,
+    and the call is counted in /metrics."""
+    async with streamable_http_client(replica.url()) as (read, write):
+        async with ClientSession(read, write) as session:
+            await session.initialize()
+            names = [t.name for t in (await session.list_tools()).tools]
+            check("add" in names and "echo" not in names, f"the unavailable plugin's tools are not listed: {names}")
+            # While it cannot start, the call says why, as a program's call would.
+            result = await session.call_tool("echo", {"value": 1})
+            why = result.content[0].text
+            check(result.is_error and why.startswith("plugin flaky is unavailable: plugin flaky failed: "), f"why the plugin is unavailable: {why}")
+            check("its last lines on stderr:\n  | flaky: not ready" in why, f"with its stderr: {why}")
+            # Once it can start, a call tries it again and runs.
+            open(ready, "w").close()
+            progress = []
+
+            async def on_progress(value, total, message):
+                progress.append(message)
+
+            deadline = time.time() + 20
+            while True:
+                result = await session.call_tool("echo", {"value": 7}, progress_callback=on_progress)
+                if not result.is_error or time.time() > deadline:
+                    break
+                await anyio.sleep(0.1)
+            check(not result.is_error and result.content[0].text == '{"value":7}', f"the call retried the plugin: {result}")
+            with anyio.fail_after(5):
+                while "tools.flaky.echo answered" not in progress:
+                    await anyio.sleep(0.05)
+            result = await session.call_tool("add", {"a": 2, "b": 3}, progress_callback=on_progress)
+            check(result.content[0].text == "5", f"add: {result}")
+            with anyio.fail_after(5):
+                while "tools.math.add answered" not in progress:
+                    await anyio.sleep(0.05)
+            result = await session.call_tool("add", {"a": "two", "b": 3})
+            check(result.is_error and result.content[0].text.startswith("invalid input for math.add: input.a: "), f"validation: {result}")
+    status, text = get(replica.ops_url("/metrics"))
+    check(metric(text, "codemode_tool_calls_total", 'plugin="flaky",outcome="ok"') == 1, f"the direct call is counted:\n{text}")
+    check(metric(text, "codemode_tool_calls_total", 'plugin="math",outcome="ok"') == 1, f"the direct add is counted:\n{text}")
+    check(metric(text, "codemode_tool_calls_total", 'plugin="math",outcome="rejected"') == 1, f"the invalid input is counted:\n{text}")
+    check((metric(text, "codemode_tool_calls_total", 'plugin="unknown",outcome="rejected"') or 0) >= 1, f"the calls while unavailable are counted:\n{text}")
+
+
+def separate_tools_config():
+    """Separate-tools mode, with a process plugin that cannot start until a file exists."""
+    folder = tempfile.mkdtemp(prefix="codemode-separate-test-")
+    ready, script = os.path.join(folder, "ready"), os.path.join(folder, "flaky.sh")
+    with open(script, "w") as f:
+        f.write(f"#!/bin/sh\n[ -f '{ready}' ] || {{ echo 'flaky: not ready' >&2; exit 1; }}\nexec python3 '{ROOT}/tests/plugins/test_plugin.py'\n")
+    os.chmod(script, 0o755)
+    path = os.path.join(folder, "codemode.toml")
+    with open(path, "w") as f:
+        f.write(f"""example_tools = true
+
+[server]
+mode = "tools"
+
+[[plugin]]
+name = "flaky"
+kind = "process"
+command = "{script}"
+""")
+    return path, ready
+
+
 def main():
+    config, ready = separate_tools_config()
+    separate = Replica(config, [])
+    try:
+        anyio.run(separate_tools_share_the_call_path, separate, ready)
+    finally:
+        separate.stop()
     config = write_config()
     a = Replica(config, ["--log-program-text"])
     b = Replica(config, [])

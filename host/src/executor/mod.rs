@@ -4,7 +4,7 @@
 //! 1. launch a worker with a channel of its own ([`crate::launcher`]);
 //! 2. send the program with its limits and the catalog's tool names;
 //! 3. serve the worker until it finishes ([`session`]): each tool call runs
-//!    concurrently as its own future ([`calls`]) and is answered as soon as it is done;
+//!    concurrently as its own future ([`crate::dispatch`]) and is answered as soon as it is done;
 //!    console output is kept up to the cap;
 //! 4. stop at the outcome, the wall-clock limit, a cancellation, or the first protocol
 //!    violation;
@@ -15,8 +15,6 @@
 //! the channel ends that program with its own outcome, and the next program runs in a
 //! new worker.
 
-mod builtin;
-mod calls;
 mod ending;
 mod session;
 
@@ -27,8 +25,7 @@ use std::time::{Duration, Instant};
 
 use tokio_util::sync::CancellationToken;
 
-pub use calls::CallHooks;
-use calls::CallScope;
+use crate::dispatch::{Builtins, CallHooks, CallScope};
 use ending::Ended;
 use session::{Session, SharedToolBudget};
 
@@ -154,6 +151,7 @@ impl ExecutorBuilder {
                 limit: self.tool_bytes_budget.unwrap_or(DEFAULT_TOOL_BYTES_BUDGET),
                 used: AtomicU64::new(0),
             }),
+            builtins: Arc::new(Builtins::default()),
             builtin_slots: Arc::new(tokio::sync::Semaphore::new(
                 std::thread::available_parallelism().map(std::num::NonZeroUsize::get).unwrap_or(2),
             )),
@@ -187,22 +185,13 @@ pub struct Executor {
     /// Programs running now.
     running: Arc<AtomicUsize>,
     tool_budget: Arc<SharedToolBudget>,
+    /// codemode's own calls (`tools.$search`).
+    builtins: Arc<Builtins>,
     /// Built-in calls (`tools.$search`) of all programs at once: one per core.
     builtin_slots: Arc<tokio::sync::Semaphore>,
     /// The search model, when one is installed: given to the builder, or set once it
     /// has loaded ([`Executor::set_semantic`]).
     semantic: std::sync::OnceLock<Arc<Semantic>>,
-}
-
-/// How `tools.$search` ranks, as its hits and the execute description name it: with
-/// `semantic` by meaning and words once the tools' vectors are there (`dense_ready`),
-/// by words alone (BM25) otherwise.
-pub fn search_ranker(semantic: Option<&Semantic>, dense_ready: bool) -> String {
-    match semantic {
-        Some(_) if dense_ready => crate::tool::semantic::RANKER.to_string(),
-        Some(_) => "BM25 (the search model is still embedding the tools)".to_string(),
-        None => "BM25".to_string(),
-    }
 }
 
 /// Embeds `catalog`'s tools with `semantic` on a thread of its own (searches meanwhile
@@ -315,6 +304,45 @@ impl Executor {
         Arc::clone(&self.catalog.read().unwrap_or_else(|p| p.into_inner()))
     }
 
+    /// What the tool calls of one program, or of one direct request (separate-tools
+    /// mode), share: `catalog` as they started, the feed of the current one, who calls,
+    /// the front end's hooks, and the built-ins within `limits.host_cpu`.
+    fn scope(
+        &self,
+        catalog: Arc<Catalog>,
+        caller: Arc<Caller>,
+        hooks: Option<Arc<dyn CallHooks>>,
+        limits: &Limits,
+    ) -> CallScope {
+        CallScope {
+            catalog,
+            current: Arc::clone(&self.catalog),
+            caller,
+            hooks,
+            builtins: Arc::clone(&self.builtins),
+            host_cpu_limit: limits.host_cpu,
+            host_cpu_used: AtomicU64::new(0),
+            builtin_turn: tokio::sync::Semaphore::new(1),
+            builtin_slots: Arc::clone(&self.builtin_slots),
+            semantic: self.semantic.get().cloned(),
+        }
+    }
+
+    /// Calls one tool directly, as an MCP client does in separate-tools mode: the same
+    /// path as a program's call ([`crate::dispatch::call`]: find, retry an unavailable
+    /// plugin, check, approve, run, report), from the current catalog.
+    pub async fn call_tool(
+        &self,
+        name: &dyn crate::dispatch::Resolve,
+        input: serde_json::Value,
+        caller: Caller,
+        hooks: Option<Arc<dyn CallHooks>>,
+        cancel: CancellationToken,
+    ) -> Result<crate::dispatch::Called, crate::dispatch::CallError> {
+        let scope = self.scope(self.catalog(), Arc::new(caller), hooks, &self.limits);
+        crate::dispatch::call(&scope, name, crate::dispatch::Input::Value(input), 0, cancel).await
+    }
+
     /// Replaces the catalog; programs that start later see the new one, and every
     /// [`Executor::watch_catalog`] receiver is told.
     pub fn set_catalog(&self, catalog: Catalog) {
@@ -403,17 +431,7 @@ impl Executor {
             };
             let Launched { mut process, channel, warm, busy } = launched;
             tracing::debug!(pid = process.pid(), warm, "worker launched");
-            let scope = CallScope {
-                catalog: Arc::clone(&catalog),
-                current: Arc::clone(&self.catalog),
-                caller: Arc::clone(&caller),
-                hooks: hooks.clone(),
-                host_cpu_limit: limits.host_cpu,
-                host_cpu_used: std::sync::atomic::AtomicU64::new(0),
-                builtin_turn: tokio::sync::Semaphore::new(1),
-                builtin_slots: Arc::clone(&self.builtin_slots),
-                semantic: self.semantic.get().cloned(),
-            };
+            let scope = self.scope(Arc::clone(&catalog), Arc::clone(&caller), hooks.clone(), &limits);
             let mut session =
                 Session::new(scope, limits, self.busy_poll, cancel.child_token(), Arc::clone(&self.tool_budget));
             // Serve on a runtime worker thread: that thread also polls the socket, so a

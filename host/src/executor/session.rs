@@ -16,8 +16,8 @@ use protocol::cost::{json_cost, mib};
 use protocol::{ConsoleLevel, HostChannel, HostToWorker, StartProgram, ToolAnswer, WorkerToHost, MAX_FRAME_BYTES};
 use tokio_util::sync::CancellationToken;
 
-use super::calls::{serve_call, CallScope};
 use super::ending::Ended;
+use crate::dispatch::{serve_call, CallScope};
 use crate::limits::Limits;
 use crate::outcome::UnawaitedCall;
 
@@ -334,7 +334,7 @@ type CallEnd = (u64, ToolAnswer, u64);
 
 /// `tools.<plugin>.<tool>` as the program wrote it (`tools.$search` for the built-in).
 fn call_label(plugin: &str, tool: &str) -> String {
-    if plugin == super::builtin::BUILTIN_PLUGIN {
+    if plugin == crate::dispatch::BUILTIN_PLUGIN {
         format!("tools.${tool}")
     } else {
         format!("tools{}{}", crate::typescript::access_path(plugin), crate::typescript::access_path(tool))

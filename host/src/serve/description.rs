@@ -30,7 +30,7 @@ const FEWEST_NAMES: usize = 3;
 
 /// The `execute` tool's description for `catalog` under `limits`, with results cut at
 /// `output_bytes` and the tools declared in full while they fit `budget`; `ranker`
-/// names how `tools.$search` ranks (`crate::executor::search_ranker`).
+/// names how `tools.$search` ranks (`crate::dispatch::builtin::search_ranker`).
 pub fn execute_description(
     catalog: &Catalog,
     limits: &Limits,

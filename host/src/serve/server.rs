@@ -48,12 +48,13 @@ use super::description::{execute_description, instructions};
 use super::logs;
 use super::rounds::{Binding, Resumed};
 use crate::config::{ServerConfig, ServerMode, ToolNames};
-use crate::executor::{CallHooks, Executor, Program};
+use crate::dispatch::{ApprovedOnce, CallError, CallHooks, Missing, Resolve, RunRequest};
+use crate::executor::{Executor, Program};
 use crate::limits::Limits;
 use crate::outcome::{Outcome, OutcomeKind};
 use crate::tool::{
-    Approval, ApprovalAnswer, ApprovalQuestion, Approver, CallContext, CallProgress, Caller, Catalog, Content,
-    ProgressSink, Tool, ToolResult,
+    Approval, ApprovalAnswer, ApprovalQuestion, Approver, CallProgress, Caller, Catalog, Content, ProgressSink, Tool,
+    ToolResult,
 };
 
 /// The name of the code-mode tool.
@@ -77,7 +78,7 @@ struct Session {
     /// Which session it is (for sharing program slots fairly).
     id: u64,
     /// Tools approved "once" in this session (`plugin`, `tool`): later calls run.
-    approved_once: std::sync::Mutex<std::collections::HashSet<(String, String)>>,
+    approved_once: ApprovedOnce,
     /// The session receives codemode's log (decided at `initialize`).
     gets_logs: std::sync::atomic::AtomicBool,
     /// The least severe log level it receives (`logging/setLevel`).
@@ -196,7 +197,8 @@ impl CodemodeServer {
             ServerMode::Code => {
                 // The ranker searches will use once the tools are embedded (the list is
                 // made once per catalog).
-                let ranker = crate::executor::search_ranker(self.shared.executor.semantic().map(|s| s.as_ref()), true);
+                let ranker =
+                    crate::dispatch::builtin::search_ranker(self.shared.executor.semantic().map(|s| s.as_ref()), true);
                 let description = execute_description(
                     catalog,
                     &self.shared.limits,
@@ -374,57 +376,96 @@ impl CodemodeServer {
         rounds.round(&run, &ctx.ct).await
     }
 
+    /// A plugin tool called directly (separate-tools mode): the same path as a program's
+    /// call ([`crate::dispatch::call`]), approvals asked through the client, progress
+    /// sent when the client gave a progress token, the result cut to `output_bytes`.
     async fn call_separate(
         &self,
         name: &str,
         arguments: Option<serde_json::Map<String, Value>>,
         ctx: RequestContext<RoleServer>,
     ) -> Result<CallToolResult, ErrorData> {
-        let catalog = self.shared.executor.catalog();
-        // The same rule as the list: a name longer than MCP allows, or shared by two
-        // tools, names no tool.
+        let input = Value::Object(arguments.unwrap_or_default());
+        // A tool called directly holds no program slot.
+        let asker = Asker::Session { peer: ctx.peer.clone(), seat: None };
+        let (hooks, progress_sent) =
+            Hooks::new(asker, ctx.peer.clone(), ctx.meta.get_progress_token(), Arc::clone(&self.session));
+        let name = SeparateName { name, naming: self.shared.config.tool_names };
+        let called = self
+            .shared
+            .executor
+            .call_tool(&name, input, self.caller(&ctx), Some(Arc::new(hooks) as Arc<dyn CallHooks>), ctx.ct.clone())
+            .await;
+        // The hooks are dropped: let the last progress notifications go out before the
+        // result.
+        if let Some(sent) = progress_sent {
+            let _ = tokio::time::timeout(std::time::Duration::from_secs(5), sent).await;
+        }
+        match called {
+            Ok(called) => Ok(tool_result(called.result, self.shared.config.output_bytes)),
+            Err(CallError::NoSuchTool(why)) => Err(ErrorData::invalid_params(why, None)),
+            Err(e) => Ok(CallToolResult::error(vec![ContentBlock::text(e.to_string())])),
+        }
+    }
+}
+
+/// A tool's name in separate-tools mode ([`separate_name`]), as the client called it.
+struct SeparateName<'a> {
+    name: &'a str,
+    naming: ToolNames,
+}
+
+impl SeparateName<'_> {
+    fn unknown(&self) -> CallError {
+        CallError::NoSuchTool(format!(
+            "there is no tool named {}; list the tools again, the plugins may have changed",
+            self.name
+        ))
+    }
+}
+
+impl Resolve for SeparateName<'_> {
+    /// The same rule as the list: a name longer than MCP allows, or shared by two
+    /// tools, names no tool. A name no tool has may belong to an unavailable plugin:
+    /// the one it starts with (`<plugin>__` or `<plugin>_`), or the only one.
+    fn resolve(&self, catalog: &Catalog) -> Result<(String, Tool), Missing> {
+        let name = self.name;
         let mut matching: Vec<(String, Tool)> = catalog
             .plugins()
             .flat_map(|(plugin, tools)| {
                 tools
-                    .filter(|t| {
-                        separate_name(&catalog, self.shared.config.tool_names, plugin, &t.definition.name) == name
-                    })
+                    .filter(|t| separate_name(catalog, self.naming, plugin, &t.definition.name) == name)
                     .map(move |t| (plugin.to_string(), t.clone()))
             })
             .collect();
-        let found = if matching.len() == 1 && name.len() <= MAX_MCP_TOOL_NAME { matching.pop() } else { None };
-        let Some((plugin, tool)) = found else {
-            return Err(ErrorData::invalid_params(
-                format!("there is no tool named {name}; list the tools again, the plugins may have changed"),
-                None,
-            ));
-        };
-        let input = Value::Object(arguments.unwrap_or_default());
-        // A tool called directly holds no program slot.
-        let asker = Asker::Session { peer: ctx.peer.clone(), seat: None };
-        let (hooks, _) = Hooks::new(asker, ctx.peer.clone(), None, Arc::clone(&self.session));
-        let hooks = Arc::new(hooks);
-        let checked = tool.check_input(&format!("{plugin}.{}", tool.definition.name), &input);
-        if let Err(why) = checked {
-            return Ok(CallToolResult::error(vec![ContentBlock::text(why)]));
+        if matching.len() == 1 && name.len() <= MAX_MCP_TOOL_NAME {
+            if let Some(found) = matching.pop() {
+                return Ok(found);
+            }
         }
-        if let Err(why) = hooks.before(&plugin, &tool, &input).await {
-            return Ok(CallToolResult::error(vec![ContentBlock::text(why)]));
+        if !matching.is_empty() {
+            return Err(Missing::Unknown(self.unknown()));
         }
-        let context = CallContext {
-            plugin: plugin.clone(),
-            tool: tool.definition.name.clone(),
-            call_id: 0,
-            caller: Arc::new(self.caller(&ctx)),
-            cancel: ctx.ct.clone(),
-            approver: Some(Arc::clone(&hooks) as Arc<dyn Approver>),
-            progress: Some(hooks as Arc<dyn ProgressSink>),
+        let unavailable: Vec<&str> = catalog.unavailable_plugins().map(|(p, _)| p).collect();
+        let prefix = match self.naming {
+            ToolNames::Prefixed => SEPARATOR,
+            ToolNames::Own => "_",
         };
-        Ok(match tool.run_validated(input, context).await {
-            Ok(result) => tool_result(result, self.shared.config.output_bytes),
-            Err(why) => CallToolResult::error(vec![ContentBlock::text(why)]),
-        })
+        let owner = unavailable
+            .iter()
+            .find(|p| name.strip_prefix(**p).is_some_and(|rest| rest.starts_with(prefix)))
+            .or(match (self.naming, unavailable.as_slice()) {
+                (ToolNames::Own, [only]) => Some(only),
+                _ => None,
+            });
+        match owner {
+            Some(plugin) => Err(Missing::Unavailable(plugin.to_string())),
+            None => Err(Missing::Unknown(self.unknown())),
+        }
+    }
+
+    fn missing_after_recovery(&self, _plugin: &str) -> CallError {
+        self.unknown()
     }
 }
 
@@ -939,33 +980,13 @@ impl Hooks {
 }
 
 impl CallHooks for Hooks {
-    fn before(&self, plugin: &str, tool: &Tool, input: &Value) -> BoxFuture<'static, Result<(), String>> {
-        let key = (plugin.to_string(), tool.definition.name.clone());
-        let once = match tool.definition.requires_approval {
-            Approval::Never => return Box::pin(async { Ok(()) }),
-            Approval::Always => false,
-            Approval::OncePerSession => true,
-        };
-        let session = Arc::clone(&self.session);
-        if once && session.approved_once.lock().is_ok_and(|approved| approved.contains(&key)) {
-            return Box::pin(async { Ok(()) });
-        }
-        let asked = Approvals::ask_to_run(
-            self.asker.clone(),
-            plugin.to_string(),
-            tool.definition.name.clone(),
-            input.clone(),
-            tool.definition.approval_reason.clone(),
-        );
-        Box::pin(async move {
-            asked.await?;
-            if once {
-                if let Ok(mut approved) = session.approved_once.lock() {
-                    approved.insert(key);
-                }
-            }
-            Ok(())
-        })
+    fn ask_to_run(&self, request: RunRequest) -> BoxFuture<'static, Result<(), String>> {
+        let RunRequest { plugin, tool, input, reason, .. } = request;
+        Box::pin(Approvals::ask_to_run(self.asker.clone(), plugin, tool, input, reason))
+    }
+
+    fn approved_once(&self) -> &ApprovedOnce {
+        &self.session.approved_once
     }
 
     fn after(&self, plugin: &str, tool: &str, ok: bool) {

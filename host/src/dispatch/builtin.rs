@@ -1,7 +1,8 @@
 //! The calls a program makes to codemode itself rather than to a plugin: the worker
 //! sends them as tool calls of the plugin [`BUILTIN_PLUGIN`] (a name no plugin can
-//! have, since `$` is not allowed in plugin names), and [`super::calls`] answers them
-//! here, from the executor's current catalog.
+//! have, since `$` is not allowed in plugin names), and [`super::call_builtin`] runs
+//! the [`Builtin`] registered under the name in [`Builtins`], with the current catalog.
+//! A new built-in is one [`Builtin`] and one line in [`Builtins::default`].
 //!
 //! - `search` (`tools.$search(query, { plugin, limit })`, the query one phrasing or
 //!   several): the catalog's best tools for the query ([`crate::tool::search`]: by
@@ -49,17 +50,76 @@ enum Query {
     Several(Vec<String>),
 }
 
-/// Answers the built-in call `tool` with `input` (JSON text) from `catalog`, ranking by
-/// meaning too when `semantic` is given.
-pub(super) fn answer(catalog: &Catalog, semantic: Option<&Semantic>, tool: &str, input: &str) -> ToolAnswer {
-    match tool {
-        "search" => match serde_json::from_str::<SearchInput>(input) {
-            Ok(input) => search(catalog, semantic, input),
+/// A call to codemode itself, `tools.$<name>(input)`.
+pub trait Builtin: Send + Sync + 'static {
+    /// Its name, as the program writes it after `tools.$`.
+    fn name(&self) -> &'static str;
+    /// Answers `input` (JSON text). Runs on the host's blocking pool, its CPU charged
+    /// to the program's `host_cpu` budget.
+    fn call(&self, env: &BuiltinEnv<'_>, input: &str) -> ToolAnswer;
+}
+
+/// What a built-in reads: the current catalog, and the search model when one is
+/// installed.
+pub struct BuiltinEnv<'a> {
+    /// The catalog plugins are in now.
+    pub catalog: &'a Catalog,
+    /// The search model.
+    pub semantic: Option<&'a Semantic>,
+}
+
+/// The built-ins, by name.
+pub struct Builtins(Vec<std::sync::Arc<dyn Builtin>>);
+
+impl Default for Builtins {
+    /// codemode's own: `tools.$search`.
+    fn default() -> Self {
+        Self(vec![std::sync::Arc::new(Search)])
+    }
+}
+
+impl Builtins {
+    /// The built-in `name`.
+    pub fn get(&self, name: &str) -> Option<std::sync::Arc<dyn Builtin>> {
+        self.0.iter().find(|b| b.name() == name).cloned()
+    }
+
+    /// What a call of a built-in that does not exist reads.
+    pub fn unknown(&self, name: &str) -> String {
+        let known: Vec<String> = self.0.iter().map(|b| format!("tools.${}", b.name())).collect();
+        match known.as_slice() {
+            [one] => format!("codemode has no built-in call {name:?}; the built-in is {one}"),
+            _ => format!("codemode has no built-in call {name:?}; the built-ins are {}", known.join(", ")),
+        }
+    }
+}
+
+/// `tools.$search`.
+struct Search;
+
+impl Builtin for Search {
+    fn name(&self) -> &'static str {
+        "search"
+    }
+
+    fn call(&self, env: &BuiltinEnv<'_>, input: &str) -> ToolAnswer {
+        match serde_json::from_str::<SearchInput>(input) {
+            Ok(input) => search(env.catalog, env.semantic, input),
             Err(e) => ToolAnswer::Reject(format!(
                 "tools.$search: {e}; call it as tools.$search(\"what the tool does\"), tools.$search([\"one phrasing\", \"another\"]) or tools.$search(query, {{ plugin: \"name\", limit: 10 }})"
             )),
-        },
-        other => ToolAnswer::Reject(format!("codemode has no built-in call {other:?}; the built-in is tools.$search")),
+        }
+    }
+}
+
+/// How `tools.$search` ranks, as its hits and the execute description name it: with
+/// `semantic` by meaning and words once the tools' vectors are there (`dense_ready`),
+/// by words alone (BM25) otherwise.
+pub fn search_ranker(semantic: Option<&Semantic>, dense_ready: bool) -> String {
+    match semantic {
+        Some(_) if dense_ready => crate::tool::semantic::RANKER.to_string(),
+        Some(_) => "BM25 (the search model is still embedding the tools)".to_string(),
+        None => "BM25".to_string(),
     }
 }
 
@@ -91,7 +151,7 @@ fn search(catalog: &Catalog, semantic: Option<&Semantic>, input: SearchInput) ->
         }
     }
     let index = catalog.search_index();
-    let ranker = super::search_ranker(semantic, index.has_dense());
+    let ranker = search_ranker(semantic, index.has_dense());
     let hits = index.search_phrasings(&queries, input.plugin.as_deref(), limit, semantic);
     let found: Vec<Value> = hits
         .iter()
@@ -143,6 +203,15 @@ mod tests {
                 ),
             )
             .unwrap()
+    }
+
+    /// The built-in `name`'s answer to `input`, or the unknown-built-in message.
+    fn answer(catalog: &Catalog, semantic: Option<&Semantic>, name: &str, input: &str) -> ToolAnswer {
+        let builtins = Builtins::default();
+        match builtins.get(name) {
+            Some(b) => b.call(&BuiltinEnv { catalog, semantic }, input),
+            None => ToolAnswer::Reject(builtins.unknown(name)),
+        }
     }
 
     fn resolved(answer: ToolAnswer) -> Value {
