@@ -53,6 +53,14 @@ const COMMANDS: &[(&str, Runner)] = &[
 const AGENT_PROGRAM_STARTS: &str = "const { rows } = await tools.sqlite_notes.query(";
 const AGENT_READS: &str = r#"["Ship the sandbox","Read the MCP spec"]"#;
 
+/// Held by each test that starts plugins/codemode.toml's plugins: the sqlite-notes
+/// example seeds its database on first start, and two first starts at once could both
+/// seed it.
+fn example_plugins() -> std::sync::MutexGuard<'static, ()> {
+    static LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    LOCK.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
 fn repo() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("..").canonicalize().unwrap()
 }
@@ -194,6 +202,7 @@ fn the_readme_is_a_newcomers_page() {
 
 #[test]
 fn tour_commands_print_what_the_readme_shows() {
+    let _plugins = example_plugins();
     for (command, runner) in COMMANDS {
         if !matches!(runner, Runner::Shell) {
             continue;
@@ -252,6 +261,7 @@ fn the_readme_shows_the_real_program_and_configuration() {
 /// (the system set-up and the build before it are what `scripts/test.sh` does too).
 #[test]
 fn the_demo_runs_the_readme_tour_program() {
+    let _plugins = example_plugins();
     let demo = std::fs::read_to_string(repo().join("scripts/demo.sh")).unwrap();
     let last = demo.lines().rfind(|l| !l.trim().is_empty()).unwrap();
     assert_eq!(
@@ -299,6 +309,7 @@ impl Drop for McpClient {
 
 #[test]
 fn an_agent_connects_over_stdio() {
+    let _plugins = example_plugins();
     let (command, _) = COMMANDS.iter().find(|(_, r)| matches!(r, Runner::McpStdio)).unwrap();
     let args: Vec<&str> = command.split_whitespace().skip(1).collect();
 
