@@ -31,7 +31,7 @@ use std::time::{Duration, Instant};
 
 use common::{start_serve, Served};
 
-/// The host's peak RSS across every attack, at most (the README states it).
+/// The host's peak RSS across every attack, at most (docs/limits.md states it).
 const HOST_PEAK_LIMIT_MIB: u64 = 400;
 /// The bearer token the server requires.
 const TOKEN: &str = "bounds-test-token";

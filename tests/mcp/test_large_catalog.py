@@ -1,4 +1,4 @@
-"""The large-catalog mode on the README's example, driven by the official MCP Python SDK:
+"""The large-catalog mode on docs/serving.md's example, driven by the official MCP Python SDK:
 the MCP reference "everything" server (from npm) beside 84 recorded servers' tool lists
 (plugins/large-catalog/), some 1,800 tools.
 
