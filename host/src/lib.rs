@@ -1,6 +1,11 @@
 //! codemode's host: runs agent-written JavaScript programs, one sandboxed worker per
 //! program, and serves their `tools.<plugin>.<tool>(input)` calls.
 //!
+//! The programs themselves run in `codemode-core` (re-exported here: [`executor`],
+//! [`dispatch`], [`tool`], ...); this crate adds the front ends and what plugs into them:
+//! the plugin runtimes ([`plugins`], [`oauth`]), the MCP server ([`serve`]), the
+//! configuration ([`config`]) and the command line's approvals on the terminal.
+//!
 //! The flow, top to bottom:
 //! - [`Executor`] ([`executor`]) takes a program and its [`Limits`] ([`limits`]);
 //! - the [`launcher`] starts a worker: forked from a pristine template process, or spawned;
@@ -24,29 +29,22 @@
 //! # Ok(()) }
 //! ```
 
-pub mod cgroups;
 pub mod config;
 pub mod config_discovery;
-pub mod dispatch;
 pub mod examples;
-pub mod executor;
-pub mod launcher;
-pub mod limits;
 pub mod oauth;
-pub mod outcome;
 pub mod plugins;
 pub mod sandbox_report;
 pub mod serve;
-pub mod telemetry;
 pub mod terminal_approvals;
 pub mod tls;
-pub mod tool;
-pub mod typescript;
-pub mod worker_process;
 
-pub use dispatch::CallHooks;
-pub use executor::{default_worker_path, Executor, ExecutorBuilder, ExecutorError, Program};
-pub use launcher::{LaunchMode, SandboxPolicy};
-pub use limits::Limits;
-pub use outcome::{Outcome, OutcomeKind, Phases};
-pub use tool::{CallContext, Caller, Catalog, CatalogError, Content, Tool, ToolDefinition, ToolHandler, ToolResult};
+pub use codemode_core::{
+    cgroups, cut, dispatch, executor, launcher, limits, outcome, telemetry, tool, typescript, worker_process,
+};
+
+pub use codemode_core::{
+    default_worker_path, CallContext, CallHooks, Caller, Catalog, CatalogError, Content, Executor, ExecutorBuilder,
+    ExecutorError, LaunchMode, Limits, Outcome, OutcomeKind, Phases, Program, SandboxPolicy, Tool, ToolDefinition,
+    ToolHandler, ToolResult,
+};

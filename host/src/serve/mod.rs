@@ -19,7 +19,7 @@
 //! - [`sealed_state`]: the encrypted, caller-bound `requestState` of such a program.
 
 pub mod approvals;
-pub mod cut;
+pub use codemode_core::cut;
 pub mod description;
 pub mod http;
 pub mod logs;

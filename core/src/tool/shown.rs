@@ -4,7 +4,7 @@
 //!
 //! Both ways of asking use it: MCP elicitation (`serve::approvals`) and the terminal
 //! (`terminal_approvals`). A padded value cannot push a field out of view (the
-//! shortening is [`crate::serve::cut::cut_json`]'s, which shares the room between all
+//! shortening is [`crate::cut::cut_json`]'s, which shares the room between all
 //! fields); an input with more fields or items than can be shown is not shown shortened
 //! but refused ([`input_for_person`]: nobody is asked to approve what they cannot
 //! see); and bidirectional overrides, zero-width and other invisible characters are
@@ -12,7 +12,7 @@
 
 use serde_json::Value;
 
-use crate::serve::cut::cut_json;
+use crate::cut::cut_json;
 
 /// How much of an input a question shows, in bytes of JSON.
 pub const INPUT_SHOWN_BYTES: usize = 8 * 1024;
