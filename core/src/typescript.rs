@@ -216,7 +216,7 @@ pub fn listing(catalog: &Catalog) -> String {
 /// `.name`; for a name that is not an identifier, its `_` alias (`.py_tools` for
 /// `py-tools`, which the program's `tools` answers to), or `["name"]` when even that is
 /// not one.
-pub(crate) fn access_path(name: &str) -> String {
+pub fn access_path(name: &str) -> String {
     let alias: String =
         name.chars().map(|c| if c.is_ascii_alphanumeric() || c == '_' || c == '$' { c } else { '_' }).collect();
     let key = property_key(&alias);
@@ -672,7 +672,7 @@ fn escape_comment(text: &str) -> String {
 }
 
 /// A property name as TypeScript takes it: bare when it is an identifier, else quoted.
-pub(crate) fn property_key(name: &str) -> String {
+pub fn property_key(name: &str) -> String {
     let mut chars = name.chars();
     let identifier = chars.next().is_some_and(|c| c.is_ascii_alphabetic() || c == '_' || c == '$')
         && chars.all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '$');
