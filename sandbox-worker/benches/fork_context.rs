@@ -81,13 +81,10 @@ fn in_fresh_context(engine: &mut Engine, compile_runtime: bool) -> bool {
     let context = v8::Context::new(scope, Default::default());
     let scope = &mut v8::ContextScope::new(scope, context);
     if compile_runtime {
-        let runtime = concat!(
-            "(function (primordials) {\n",
-            include_str!("../src/js/common.js"),
-            "\n",
-            include_str!("../src/js/bootstrap.js"),
-            "\n})"
-        );
+        // The bundle (`build.rs`) is one function of primordials and its call: keep the
+        // function, drop the call.
+        let bundle = sandbox_worker::engine::PROGRAM_RUNTIME_JS;
+        let runtime = bundle.strip_suffix("(globalThis.__bootstrap.primordials);\n").unwrap_or(bundle);
         if !run_script(scope, runtime) {
             return false;
         }

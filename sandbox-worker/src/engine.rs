@@ -28,33 +28,12 @@ pub const PROGRAM_NAME: &str = "program.js";
 /// The engine's JavaScript stack, in KiB (V8's flag; QuickJS honours it too).
 const STACK_FLAG: &str = "--stack-size=4096";
 
-/// The program runtime's JavaScript: the part both runtimes share and the program's
-/// own, inside one function of deno_core's primordials (so none of it is a global).
-/// `common.js` and `bootstrap.js` say what each does.
-const PROGRAM_RUNTIME_JS: &str = concat!(
-    "(function (primordials) {\n\"use strict\";\n",
-    include_str!("js/common.js"),
-    "\n",
-    include_str!("js/bootstrap.js"),
-    "\n})(globalThis.__bootstrap.primordials);\n"
-);
-
-/// The plugin runtime's JavaScript, built the same way: the shared part, the schema
-/// forms (`plugin_schema.js`), the web pieces (`plugin_web.js`), the seed formats'
-/// adapters (`plugin_formats.js`), and the runtime itself (`plugin.js`).
-pub const PLUGIN_RUNTIME_JS: &str = concat!(
-    "(function (primordials) {\n\"use strict\";\n",
-    include_str!("js/common.js"),
-    "\n",
-    include_str!("js/plugin_schema.js"),
-    "\n",
-    include_str!("js/plugin_web.js"),
-    "\n",
-    include_str!("js/plugin_formats.js"),
-    "\n",
-    include_str!("js/plugin.js"),
-    "\n})(globalThis.__bootstrap.primordials);\n"
-);
+/// The program runtime's JavaScript: `js/common.js` (what both runtimes share) and
+/// `js/bootstrap.js`, modules with explicit imports that the bundle step (`build.rs`)
+/// makes one script of, inside one function of deno_core's primordials (so none of it
+/// is a global). The plugin runtime's JavaScript is the plugin module's
+/// ([`crate::plugin`]): a program's process never evaluates it.
+pub const PROGRAM_RUNTIME_JS: &str = include_str!(concat!(env!("OUT_DIR"), "/program_runtime.js"));
 
 /// Why the engine could not be prepared.
 #[derive(Debug, thiserror::Error)]

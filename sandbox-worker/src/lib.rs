@@ -2,7 +2,8 @@
 //! that holds the ECMAScript language, `tools` and `console`, and nothing else, inside
 //! the OS sandbox ([`sandbox`]).
 //!
-//! Process roles, each with one ordered setup:
+//! Process roles, each with one ordered setup ([`sandbox::setup::Setup`], walked in the
+//! order [`sandbox::setup::Role::steps`] gives the role):
 //! - **template** ([`template`]): initialises the engine once, enters the sandbox, and
 //!   forks a worker per program (fast; QuickJS only, since forking an initialised V8 is
 //!   unsafe);
@@ -34,6 +35,7 @@ use std::ffi::{c_char, c_int, CString};
 use std::os::fd::{AsRawFd, OwnedFd};
 
 use protocol::worker::WorkerExit;
+use sandbox::setup::{Role, Setup, SetupError};
 use sandbox::{rlimits, seccomp::SPAWNED_CLONE_FLAGS, Environment, SandboxOptions};
 
 /// Memory the spawn path allows for the engine itself on top of the program's limit
@@ -141,65 +143,18 @@ pub fn report_aborts(channel: std::os::fd::RawFd) {
     }
 }
 
-/// Asks for SIGKILL when the host dies, then checks that the host is still this
-/// process's parent (it may have died before the request took effect).
-pub fn die_with_host(host_pid: i32) {
-    // SAFETY: PR_SET_PDEATHSIG takes a signal number and has no memory arguments.
-    let rc = unsafe { libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong, 0, 0, 0) };
-    if rc != 0 {
-        fail("cannot set the parent-death signal");
-    }
-    if nix::unistd::getppid().as_raw() != host_pid {
-        exit_as(WorkerExit::HostGone);
-    }
-}
-
-/// Forks the one worker of a launcher into a new pid namespace; in the parent, waits for
-/// it and ends the same way (exit code or signal). Returns only in the child.
-pub(crate) fn fork_and_mirror() {
-    // SAFETY: a raw clone(2) without a new stack behaves like fork(2); the launcher is
-    // single-threaded.
-    let pid =
-        unsafe { libc::syscall(libc::SYS_clone, SPAWNED_CLONE_FLAGS as libc::c_ulong, 0usize, 0usize, 0usize, 0usize) };
-    match pid {
-        -1 => fail(&format!("clone failed: {}", std::io::Error::last_os_error())),
-        0 => {}
-        pid => {
-            let mut status = 0;
-            // SAFETY: waits for our own child, writing its status into a local.
-            while unsafe { libc::waitpid(pid as libc::pid_t, &mut status, 0) } < 0 {
-                if std::io::Error::last_os_error().raw_os_error() != Some(libc::EINTR) {
-                    exit_as(WorkerExit::SetupFailed);
-                }
-            }
-            if libc::WIFSIGNALED(status) {
-                let signal = libc::WTERMSIG(status);
-                // SAFETY: restores the default action and sends the signal to ourselves,
-                // so the host sees the worker's signal.
-                unsafe {
-                    libc::signal(signal, libc::SIG_DFL);
-                    libc::kill(libc::getpid(), signal);
-                }
-                exit_now(128 + signal);
-            }
-            exit_now(libc::WEXITSTATUS(status))
-        }
-    }
-}
-
 /// The spawn path: this process was started for one program, with its channel.
 pub fn run_spawned(channel: OwnedFd, host_pid: i32, options: &SandboxOptions) -> ! {
-    die_with_host(host_pid);
+    let mut setup = Setup::new(Role::Run, options);
+    setup.die_with_host(Some(host_pid)).unwrap_or_else(|e| fail(&e.to_string()));
     let base = memory::current_data_bytes().unwrap_or_else(|e| fail(&format!("cannot measure memory: {e}")))
         + SPAWNED_ENGINE_ALLOWANCE;
     let fd = channel.as_raw_fd();
-    let policy =
-        sandbox::enter_template(&[fd], options, engine::ENGINE_GENERATES_CODE, Environment::EngineSwitchesOnly)
-            .unwrap_or_else(|e| fail(&e.to_string()));
-    fork_and_mirror();
-    if let Err(e) = sandbox::enter_worker(&policy, &[fd], fd) {
+    if let Err(e) = setup.enter_template(&[fd], engine::ENGINE_GENERATES_CODE, Environment::EngineSwitchesOnly) {
         fail(&e.to_string());
     }
+    setup.fork_and_mirror().unwrap_or_else(|e| fail(&e.to_string()));
+    setup.enter_worker(&[fd], Some(fd)).unwrap_or_else(|e| fail(&e.to_string()));
     let mut channel = protocol::WorkerChannel::new(channel, protocol::MAX_FRAME_BYTES);
     let start = match channel.recv_from_host_blocking() {
         Ok(protocol::HostToWorker::Start(start)) => start,
@@ -207,7 +162,7 @@ pub fn run_spawned(channel: OwnedFd, host_pid: i32, options: &SandboxOptions) ->
         Err(_) => exit_as(WorkerExit::HostGone),
     };
     let mut engine = engine::Engine::new(Some(start.limits.memory_bytes)).unwrap_or_else(|e| fail(&e.to_string()));
-    let prepared = program::prepare(&mut engine, channel, start.limits, base, &policy);
+    let prepared = program::prepare(&mut engine, channel, start.limits, base, &mut setup);
     program::run(&mut engine, prepared, start)
 }
 
@@ -222,7 +177,8 @@ type PayloadEntry = unsafe extern "C" fn(c_int, *const *const c_char) -> c_int;
 /// capabilities, resource limits, the worker's seccomp table). Its exit code is this
 /// process's; it keeps standard output and error (descriptors 1 and 2) to report.
 pub fn exec_payload(path: &std::path::Path, args: &[String], host_pid: i32, options: &SandboxOptions) -> ! {
-    die_with_host(host_pid);
+    let mut setup = Setup::new(Role::Exec, options);
+    setup.die_with_host(Some(host_pid)).unwrap_or_else(|e| fail(&e.to_string()));
     let path = path.display().to_string();
     let c_path = CString::new(path.as_str()).unwrap_or_else(|_| fail("the payload path contains a NUL byte"));
     // SAFETY: dlopen with a valid C string; the library's constructors run now, before
@@ -247,14 +203,13 @@ pub fn exec_payload(path: &std::path::Path, args: &[String], host_pid: i32, opti
     let mut argv: Vec<*const c_char> = c_args.iter().map(|a| a.as_ptr()).collect();
     argv.push(std::ptr::null());
 
-    let policy =
-        sandbox::enter_template(&[1, 2], options, false, Environment::Empty).unwrap_or_else(|e| fail(&e.to_string()));
-    fork_and_mirror();
-    if let Err(e) = sandbox::enter_worker(&policy, &[1, 2], -1) {
+    if let Err(e) = setup.enter_template(&[1, 2], false, Environment::Empty) {
         fail(&e.to_string());
     }
+    setup.fork_and_mirror().unwrap_or_else(|e| fail(&e.to_string()));
+    setup.enter_worker(&[1, 2], None).unwrap_or_else(|e| fail(&e.to_string()));
     let limits = rlimits::worker_rlimits(256 * 1024 * 1024 + SPAWNED_ENGINE_ALLOWANCE, 30);
-    if let Err(e) = sandbox::lock_worker(&policy, &limits) {
+    if let Err(e) = setup.lock(&limits) {
         fail(&e.to_string());
     }
     // SAFETY: calls the payload with a NUL-terminated argv that outlives the call.
@@ -294,28 +249,11 @@ fn probe_pid_namespace() -> Option<protocol::worker::MissingLayer> {
 /// and a module that overflows the parser's stack ends this process (the host reads
 /// that as the plugin being unavailable), never the host.
 pub fn detect_layout(dir: &std::path::Path, format: Option<&str>) -> ! {
-    use nix::sys::resource::{setrlimit, Resource};
-    let limits = [
-        (Resource::RLIMIT_AS, protocol::worker::DETECT_MEMORY_MIB << 20),
-        (Resource::RLIMIT_CPU, protocol::worker::DETECT_CPU_SECONDS),
-        (Resource::RLIMIT_CORE, 0),
-    ];
-    for (resource, limit) in limits {
-        if let Err(e) = setrlimit(resource, limit, limit) {
-            fail(&format!("cannot limit the plugin reader ({resource:?}): {e}"));
-        }
-    }
-    // SAFETY: PR_SET_PDEATHSIG with a valid signal number only sets this process's
-    // parent-death signal.
-    unsafe { libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0) };
-    // The plugin's folder (a one-file plugin's own folder) is all it may read.
-    let readable = if dir.is_dir() { dir.to_path_buf() } else { dir.parent().unwrap_or(dir).to_path_buf() };
-    // A folder that cannot be opened gets nothing readable at all: the detection then
-    // says what it could not read.
-    let restricted =
-        sandbox::filesystem::restrict_to_reading(&readable).or_else(|_| sandbox::filesystem::restrict_with_landlock());
-    if let Err(e) = restricted {
-        fail(&format!("cannot restrict the plugin reader to {}: {e}", readable.display()));
+    let mut setup = Setup::new(Role::Detect, &SandboxOptions::new(protocol::worker::SandboxMode::Required));
+    let steps =
+        setup.limit_reader().and_then(|()| setup.die_with_host(None)).and_then(|()| setup.read_only_folder(dir));
+    if let Err(e) = steps {
+        fail(&e.to_string());
     }
     let result: Result<plugin_format::Layout, String> = match format
         .map(|f| plugin_format::Format::parse(f).ok_or_else(|| format!("there is no plugin format {f:?}")))
@@ -335,6 +273,16 @@ pub fn detect_layout(dir: &std::path::Path, format: Option<&str>) -> ! {
         Err(e) => fail(&format!("the plugin's layout cannot be written: {e}")),
     }
     exit_now(0)
+}
+
+/// A probe step's failure as the layer it leaves missing.
+fn missing_layer(error: SetupError) -> protocol::worker::MissingLayer {
+    match error {
+        SetupError::Layer(e) => protocol::worker::MissingLayer { layer: e.layer, reason: e.reason },
+        // Only a bug in the probe's own order gets here: no layer can be named, so the
+        // last one, seccomp, is reported missing with the reason.
+        other => protocol::worker::MissingLayer { layer: protocol::worker::Layer::Seccomp, reason: other.to_string() },
+    }
 }
 
 /// What this machine can apply: a [`protocol::worker::ProbeReport`] as JSON on
@@ -368,25 +316,23 @@ pub fn probe() -> ! {
             drop(read_end);
             let fd = write_end.as_raw_fd();
             let options = SandboxOptions::new(protocol::worker::SandboxMode::AllowWeaker);
-            let tried =
-                match sandbox::enter_template(&[fd], &options, engine::ENGINE_GENERATES_CODE, Environment::Empty) {
-                    Ok(policy) => {
-                        let mut missing = policy.missing.clone();
-                        missing.extend(probe_pid_namespace());
-                        if let Err(e) = sandbox::enter_worker(&policy, &[fd], -1) {
-                            missing.push(protocol::worker::MissingLayer { layer: e.layer, reason: e.reason });
-                        }
-                        match sandbox::lock_worker(&policy, &rlimits::worker_rlimits(1 << 30, 10)) {
-                            Ok(more) => missing.extend(more),
-                            Err(e) => missing.push(protocol::worker::MissingLayer { layer: e.layer, reason: e.reason }),
-                        }
-                        Tried { missing, outside_uid: policy.outside_uid }
+            let mut setup = Setup::new(Role::Probe, &options);
+            let tried = match setup.enter_template(&[fd], engine::ENGINE_GENERATES_CODE, Environment::Empty) {
+                Ok(policy) => {
+                    let mut missing = policy.missing.clone();
+                    let outside_uid = policy.outside_uid;
+                    missing.extend(probe_pid_namespace());
+                    if let Err(e) = setup.enter_worker(&[fd], None) {
+                        missing.push(missing_layer(e));
                     }
-                    Err(e) => Tried {
-                        missing: vec![protocol::worker::MissingLayer { layer: e.layer, reason: e.reason }],
-                        outside_uid: None,
-                    },
-                };
+                    match setup.lock(&rlimits::worker_rlimits(1 << 30, 10)) {
+                        Ok(more) => missing.extend(more),
+                        Err(e) => missing.push(missing_layer(e)),
+                    }
+                    Tried { missing, outside_uid }
+                }
+                Err(e) => Tried { missing: vec![missing_layer(e)], outside_uid: None },
+            };
             let text = serde_json::to_string(&tried).unwrap_or_default();
             let _ = nix::unistd::write(&write_end, text.as_bytes());
             exit_now(0)

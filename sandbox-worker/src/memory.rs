@@ -5,7 +5,7 @@
 //! with a memory-limit outcome instead of an engine abort. Allocations the engine does
 //! not count (backing stores, large strings, native buffers, what the allocator keeps)
 //! hit `RLIMIT_DATA` instead (sized by [`program_backstop_bytes`], applied with the
-//! other resource limits by `crate::sandbox::lock_worker`), which makes them fail
+//! other resource limits by the lock step, `crate::sandbox::setup::Setup::lock`), which makes them fail
 //! rather than grow: the program then ends as the memory limit too (a thrown
 //! `out of memory`, or the abort handler of `crate::report_aborts`).
 //!

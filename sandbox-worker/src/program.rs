@@ -37,7 +37,7 @@ use serde_json::value::RawValue;
 use crate::engine::{failure_from_js_error, CompileError, Engine};
 use crate::memory::{self, MemoryTrip};
 use crate::ops::{Driver, Finish, Finishing, HostLink, ProgramSpec};
-use crate::sandbox::{self, rlimits, WorkerPolicy};
+use crate::sandbox::{rlimits, setup::Setup};
 use crate::source::Positions;
 use crate::step_clock::StepClock;
 
@@ -69,7 +69,7 @@ pub fn prepare(
     channel: WorkerChannel,
     limits: WorkerLimits,
     base_data_bytes: u64,
-    policy: &WorkerPolicy,
+    setup: &mut Setup,
 ) -> Prepared {
     crate::report_panics(Some(channel.raw_fd()));
     crate::report_aborts(channel.raw_fd());
@@ -93,7 +93,7 @@ pub fn prepare(
         memory::program_backstop_bytes(base_data_bytes, limits.memory_bytes),
         limits.wall_clock_ms.div_ceil(1000).max(1).saturating_add(1),
     );
-    if let Err(e) = sandbox::lock_worker(policy, &rlimits) {
+    if let Err(e) = setup.lock(&rlimits) {
         crate::fail(&e.to_string());
     }
     let event_loop = match event_loop(&clock) {

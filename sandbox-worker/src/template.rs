@@ -1,7 +1,7 @@
 //! The template process: a pristine, initialised engine that forks one worker per program.
 //!
 //! The template never runs user code. It creates and bootstraps the engine once
-//! (about 17 ms), enters the sandbox ([`crate::sandbox::enter_template`]), tells the
+//! (about 17 ms), enters the sandbox (its [`Setup`], [`Role::Template`]), tells the
 //! host it is ready, and then serves fork requests: each request carries the worker's
 //! end of a fresh channel, and the template clones itself with `CLONE_PARENT |
 //! CLONE_NEWPID`, so the worker is pid 1 of its own pid namespace and the host's child
@@ -15,13 +15,15 @@ use protocol::template::{recv_control, send_control, TemplateReply, TemplateRequ
 use protocol::{FrameError, WorkerChannel, MAX_FRAME_BYTES};
 
 use crate::engine::{Engine, ENGINE, ENGINE_GENERATES_CODE};
-use crate::sandbox::{self, seccomp::WORKER_CLONE_FLAGS, SandboxOptions, WorkerPolicy};
-use crate::{die_with_host, fail, fork_exclusions, memory, program};
+use crate::sandbox::setup::{Forked, Role, Setup};
+use crate::sandbox::{self, SandboxOptions};
+use crate::{fail, fork_exclusions, memory, program};
 
 /// Serves fork requests on `control` until the host closes it.
 pub fn serve(control: OwnedFd, host_pid: i32, options: &SandboxOptions) -> ! {
     crate::report_panics(None);
-    die_with_host(host_pid);
+    let mut setup = Setup::new(Role::Template, options);
+    setup.die_with_host(Some(host_pid)).unwrap_or_else(|e| fail(&e.to_string()));
     let mut engine = Engine::new(None).unwrap_or_else(|e| fail_to_host(&control, &e.to_string()));
     // One rehearsal here: what a program's first run sets up once (the engine's lazily
     // made structures, the driver's paths) is then made before any fork, and workers
@@ -48,17 +50,18 @@ pub fn serve(control: OwnedFd, host_pid: i32, options: &SandboxOptions) -> ! {
         ),
         Err(e) => fail_to_host(&control, &format!("cannot count the template's threads: {e}")),
     }
-    let policy =
-        sandbox::enter_template(&[control.as_raw_fd()], options, ENGINE_GENERATES_CODE, sandbox::Environment::Empty)
-            .unwrap_or_else(|e| fail_to_host(&control, &e.to_string()));
-    let missing_layers = policy.missing.clone();
+    let missing_layers =
+        match setup.enter_template(&[control.as_raw_fd()], ENGINE_GENERATES_CODE, sandbox::Environment::Empty) {
+            Ok(policy) => policy.missing.clone(),
+            Err(e) => fail_to_host(&control, &e.to_string()),
+        };
     if send_control(control.as_fd(), &TemplateReply::Ready { engine: ENGINE, missing_layers }, None).is_err() {
         crate::exit_as(protocol::worker::WorkerExit::HostGone);
     }
     loop {
         let reply = match recv_control::<TemplateRequest>(control.as_fd()) {
             Ok((TemplateRequest::Fork, Some(channel))) => {
-                fork_worker(&mut engine, &policy, &control, channel, base_data_bytes)
+                fork_worker(&mut engine, &mut setup, &control, channel, base_data_bytes)
             }
             Ok((TemplateRequest::Fork, None)) => {
                 TemplateReply::Refused { reason: "a fork request must carry the worker's channel".into() }
@@ -82,30 +85,24 @@ fn fail_to_host(control: &OwnedFd, reason: &str) -> ! {
 /// Forks one worker that runs the program arriving on `channel`.
 fn fork_worker(
     engine: &mut Engine,
-    policy: &WorkerPolicy,
+    setup: &mut Setup,
     control: &OwnedFd,
     channel: OwnedFd,
     base_data_bytes: u64,
 ) -> TemplateReply {
-    // SAFETY: a raw clone(2) without a new stack behaves like fork(2); CLONE_PARENT
-    // makes the child the host's, CLONE_NEWPID gives it a pid namespace of its own.
-    // The template is single-threaded (checked in `serve`), so no lock is held by a
-    // thread that would not exist in the child.
-    let pid =
-        unsafe { libc::syscall(libc::SYS_clone, WORKER_CLONE_FLAGS as libc::c_ulong, 0usize, 0usize, 0usize, 0usize) };
-    match pid {
-        -1 => TemplateReply::Refused { reason: format!("clone failed: {}", std::io::Error::last_os_error()) },
-        0 => {
+    match setup.fork_worker() {
+        Err(e) => TemplateReply::Refused { reason: e.to_string() },
+        Ok(Forked::Child) => {
             let _ = control; // closed with every other descriptor by enter_worker
             let fd = channel.as_raw_fd();
-            if let Err(e) = sandbox::enter_worker(policy, &[fd], fd) {
+            if let Err(e) = setup.enter_worker(&[fd], Some(fd)) {
                 fail(&e.to_string());
             }
-            run_first_program(engine, channel, base_data_bytes, policy)
+            run_first_program(engine, channel, base_data_bytes, setup)
         }
-        pid => {
+        Ok(Forked::Parent(pid)) => {
             drop(channel);
-            TemplateReply::Forked { pid: pid as i32 }
+            TemplateReply::Forked { pid }
         }
     }
 }
@@ -113,11 +110,11 @@ fn fork_worker(
 /// Reads the first message from the channel and runs the program: at once when it is
 /// the program, or, for a warm worker the host prepares ahead of demand
 /// ([`protocol::HostToWorker::Prepare`]), after the limits' setup and the wait for it.
-pub fn run_first_program(engine: &mut Engine, channel: OwnedFd, base_data_bytes: u64, policy: &WorkerPolicy) -> ! {
+pub fn run_first_program(engine: &mut Engine, channel: OwnedFd, base_data_bytes: u64, setup: &mut Setup) -> ! {
     let mut channel = WorkerChannel::new(channel, MAX_FRAME_BYTES);
     match channel.recv_from_host_blocking() {
         Ok(protocol::HostToWorker::Prepare { limits, rehearse }) => {
-            let mut prepared = program::prepare(engine, channel, limits, base_data_bytes, policy);
+            let mut prepared = program::prepare(engine, channel, limits, base_data_bytes, setup);
             if rehearse {
                 prepared.rehearse(engine);
             }
@@ -125,7 +122,7 @@ pub fn run_first_program(engine: &mut Engine, channel: OwnedFd, base_data_bytes:
             program::run(engine, prepared, start)
         }
         Ok(protocol::HostToWorker::Start(start)) => {
-            let prepared = program::prepare(engine, channel, start.limits, base_data_bytes, policy);
+            let prepared = program::prepare(engine, channel, start.limits, base_data_bytes, setup);
             program::run(engine, prepared, start)
         }
         Ok(_) => fail("the first message must prepare the worker or start a program"),

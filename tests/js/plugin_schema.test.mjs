@@ -1,4 +1,4 @@
-// Tests of sandbox-worker/src/js/plugin_schema.js against the real schema libraries.
+// Tests of sandbox-worker/src/plugin/js/plugin_schema.js against the real schema libraries.
 //
 //   npm install --prefix /tmp/schema-work zod@4 zod3@npm:zod@3.25 valibot@1 \
 //     @valibot/to-json-schema@1 arktype@2
@@ -20,7 +20,10 @@ import { dirname, join } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
 
 const here = dirname(fileURLToPath(import.meta.url));
-const source = readFileSync(join(here, "../../sandbox-worker/src/js/plugin_schema.js"), "utf8");
+// The module's one `export { schemas };` line is the bundle step's (sandbox-worker/build.rs);
+// here the text runs as a function body, which returns `schemas` instead.
+const source = readFileSync(join(here, "../../sandbox-worker/src/plugin/js/plugin_schema.js"), "utf8")
+  .replace(/^export \{ schemas \};$/m, "");
 const modules = process.env.SCHEMA_TEST_NODE_MODULES ?? "/tmp/schema-work/node_modules";
 
 // ---- primordials, named as deno_core names them ------------------------------------

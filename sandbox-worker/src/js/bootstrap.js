@@ -1,5 +1,6 @@
 // The program runtime's JavaScript side, evaluated once per process before any user
-// code (after `common.js`, in the same function of `primordials`).
+// code (a module of the bundle step, `build.rs`, after `common.js`; it sees only what
+// its `import` line names, and deno_core's `primordials`).
 //
 // It takes the codemode ops out of Deno.core, builds `console`, registers the driver
 // that runs one program, and strips the global scope down to the ECMAScript language,
@@ -9,6 +10,8 @@
 // Whatever a program throws, rejects or leaves behind ends in an outcome the driver
 // reports itself (`op_codemode_finish`): no exception of the program reaches
 // deno_core's error conversion, which cannot describe every value.
+import { common } from "./common.js";
+
 const { defineValue, describeThrown, isEngineInternal, keepOnlyGlobals, makeConsole, setProgramInsertions, wrapAtomicsWait } = common;
 const core = globalThis.Deno.core;
 const {

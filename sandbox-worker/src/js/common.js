@@ -1,8 +1,8 @@
 // What both JavaScript runtimes share (programs' `bootstrap.js`, plugins' `plugin.js`).
 //
-// The Rust side places this text and one runtime's script inside a single function of
-// deno_core's `primordials` (see `crate::engine::runtime_script`), so nothing here is
-// a global. Everything is built on primordials and on objects without a prototype:
+// A module of the bundle step (`sandbox-worker/build.rs`): it runs in a function of
+// its own inside one function of deno_core's `primordials`, so nothing here is a
+// global, and it gives the runtimes only what its `export` line names. Everything is built on primordials and on objects without a prototype:
 // after a program or plugin replaces `Array.prototype.push`, `String.prototype`
 // methods, `Object.prototype` accessors or `globalThis.Object`, the console, tool
 // calls and error reports still work.
@@ -13,7 +13,7 @@
 //   reported as such instead of reaching Rust's error conversion;
 // - `inspect` and `makeConsole` format console arguments the same way in both runtimes.
 //
-// The runtime's own script takes what it needs from the `common` object.
+// The runtime's own script imports the `common` object and takes what it needs from it.
 
 const common = (function () {
   const {
@@ -455,3 +455,5 @@ const common = (function () {
     wrapAtomicsWait,
   };
 })();
+
+export { common };

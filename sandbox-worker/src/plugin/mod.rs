@@ -12,7 +12,7 @@
 //!    keeping only standard input, output and error) and fork into a new pid namespace;
 //! 3. wait for the host's `initialize`, which carries the plugin's settings;
 //! 4. create the runtime with the plugin ops ([`ops`]), the module loader ([`modules`])
-//!    and the plugin runtime's JavaScript (`plugin.js` and the files before it);
+//!    and the plugin runtime's JavaScript ([`PLUGIN_RUNTIME_JS`], `js/` here);
 //! 5. start the CPU watchdog (JavaScript time between two host messages), lock the
 //!    process (resource limits, the worker's seccomp table), set the heap limit;
 //! 6. load and evaluate the layout's modules, then hand them to `plugin.js`, whose
@@ -37,11 +37,19 @@ use deno_core::{v8, PollEventLoopOptions};
 use plugin_format::Format;
 
 use crate::memory::{self, MemoryTrip};
-use crate::sandbox::{self, rlimits, Environment, SandboxOptions};
+use crate::sandbox::setup::{Role, Setup};
+use crate::sandbox::{rlimits, Environment, SandboxOptions};
 use crate::step_clock::StepClock;
 use folder::PluginFolder;
 use modules::PluginModules;
 use ops::{codemode_plugin, HostReader, PluginDriver, PluginLink, PluginSetup};
+
+/// The plugin runtime's JavaScript: `js/common.js` (shared with programs), then this
+/// module's `js/plugin_schema.js` (the schema forms), `js/plugin_web.js` (the web
+/// pieces), `js/plugin_formats.js` (the seed formats' adapters) and `js/plugin.js` (the
+/// runtime itself): modules with explicit imports that the bundle step (`build.rs`)
+/// makes one script of, inside one function of deno_core's primordials.
+const PLUGIN_RUNTIME_JS: &str = include_str!(concat!(env!("OUT_DIR"), "/plugin_runtime.js"));
 
 /// What the host passes on the command line.
 #[derive(Debug, Clone)]
@@ -65,7 +73,8 @@ pub struct PluginOptions {
 /// Runs the plugin until the host closes its input, a limit stops it, or it fails.
 pub fn run(options: PluginOptions) -> ! {
     crate::report_panics(None);
-    crate::die_with_host(options.host_pid);
+    let mut setup = Setup::new(Role::Plugin, &options.sandbox);
+    setup.die_with_host(Some(options.host_pid)).unwrap_or_else(|e| crate::fail(&e.to_string()));
     let link = Rc::new(PluginLink::new(HostReader::stdin()));
     let name = options.name.clone();
     let Some(format) = Format::parse(&options.format) else {
@@ -78,15 +87,13 @@ pub fn run(options: PluginOptions) -> ! {
     let base = memory::current_data_bytes().unwrap_or_else(|e| crate::fail(&format!("cannot measure memory: {e}")))
         + crate::SPAWNED_ENGINE_ALLOWANCE;
 
-    let policy = sandbox::enter_template(
-        &[0, 1, 2],
-        &options.sandbox,
-        crate::engine::ENGINE_GENERATES_CODE,
-        Environment::EngineSwitchesOnly,
-    )
-    .unwrap_or_else(|e| refuse(&link, &format!("plugin {name} cannot enter its sandbox: {e}")));
-    crate::fork_and_mirror();
-    if let Err(e) = sandbox::enter_worker(&policy, &[0, 1, 2], 0) {
+    if let Err(e) =
+        setup.enter_template(&[0, 1, 2], crate::engine::ENGINE_GENERATES_CODE, Environment::EngineSwitchesOnly)
+    {
+        refuse(&link, &format!("plugin {name} cannot enter its sandbox: {e}"));
+    }
+    setup.fork_and_mirror().unwrap_or_else(|e| crate::fail(&e.to_string()));
+    if let Err(e) = setup.enter_worker(&[0, 1, 2], Some(0)) {
         refuse(&link, &format!("plugin {name} cannot enter its sandbox: {e}"));
     }
     let initialize = link.wait_for_initialize();
@@ -110,7 +117,7 @@ pub fn run(options: PluginOptions) -> ! {
         settings: initialize.settings,
         skipped: layout.skipped.clone(),
     });
-    if let Err(e) = runtime.execute_script("codemode:plugin", crate::engine::PLUGIN_RUNTIME_JS) {
+    if let Err(e) = runtime.execute_script("codemode:plugin", PLUGIN_RUNTIME_JS) {
         refuse(&link, &format!("plugin {name}: the plugin runtime did not start: {e}"));
     }
     let Some(driver) = runtime.op_state().borrow().try_borrow::<PluginDriver>().map(|d| d.0.clone()) else {
@@ -124,7 +131,7 @@ pub fn run(options: PluginOptions) -> ! {
     runtime.op_state().borrow_mut().put(Arc::clone(&clock));
     // A long-lived process: no CPU-seconds backstop (the watchdog bounds each step).
     let limits = rlimits::worker_rlimits(memory::plugin_backstop_bytes(base, options.memory_bytes), u64::MAX);
-    if let Err(e) = sandbox::lock_worker(&policy, &limits) {
+    if let Err(e) = setup.lock(&limits) {
         refuse(&link, &format!("plugin {name} cannot enter its sandbox: {e}"));
     }
     let memory_trip = MemoryTrip::new(&mut runtime);

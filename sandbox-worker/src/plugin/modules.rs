@@ -46,9 +46,9 @@ const MAX_REEXPORT_DEPTH: usize = 8;
 /// The seed systems' SDK modules: the specifier plugins import, the module's name under
 /// [`PROVIDED_URL`], and its source.
 const PROVIDED: [(&str, &str, &str); 3] = [
-    ("@zhin.js/tool", "zhin-tool.js", include_str!("../js/sdk/zhin-tool.js")),
-    ("@plico-ai/sdk", "plico-sdk.js", include_str!("../js/sdk/plico-sdk.js")),
-    ("convergence/effect", "convergence-effect.js", include_str!("../js/sdk/convergence-effect.js")),
+    ("@zhin.js/tool", "zhin-tool.js", include_str!("js/sdk/zhin-tool.js")),
+    ("@plico-ai/sdk", "plico-sdk.js", include_str!("js/sdk/plico-sdk.js")),
+    ("convergence/effect", "convergence-effect.js", include_str!("js/sdk/convergence-effect.js")),
 ];
 
 /// How `import` or `require` reached a module.

@@ -13,6 +13,9 @@
 //! - [`lock_worker`] once the worker's event loop and watchdog exist, just before user
 //!   code: resource limits and the worker's own, strictest seccomp filter.
 //!
+//! Each role walks these (and the die-with-host and fork steps around them) through one
+//! builder, [`setup::Setup`], in the order [`setup::Role::steps`] gives it.
+//!
 //! One module per mechanism: [`namespaces`], [`filesystem`], [`process`], [`rlimits`],
 //! [`seccomp`]. A layer that cannot be applied stops the process with a
 //! [`SandboxError`] naming the layer and how to enable it, unless the host asked for
@@ -24,6 +27,7 @@ pub mod namespaces;
 pub mod process;
 pub mod rlimits;
 pub mod seccomp;
+pub mod setup;
 
 use std::os::fd::RawFd;
 
@@ -127,7 +131,7 @@ impl Environment {
 }
 
 /// Sets up the template process. Keeps only `keep_fds` open.
-pub fn enter_template(
+fn enter_template(
     keep_fds: &[RawFd],
     options: &SandboxOptions,
     engine_generates_code: bool,
@@ -190,7 +194,7 @@ pub fn enter_template(
 
 /// Sets up a freshly forked worker (pid 1 of a new pid namespace). Keeps only
 /// `keep_fds`; `channel` is the host channel, whose hang-up means the host is gone.
-pub fn enter_worker(policy: &WorkerPolicy, keep_fds: &[RawFd], channel: RawFd) -> Result<(), SandboxError> {
+fn enter_worker(policy: &WorkerPolicy, keep_fds: &[RawFd], channel: RawFd) -> Result<(), SandboxError> {
     if policy.options.mode == SandboxMode::Disabled {
         return Ok(());
     }
@@ -204,7 +208,7 @@ pub fn enter_worker(policy: &WorkerPolicy, keep_fds: &[RawFd], channel: RawFd) -
 
 /// The last step before user code: resource limits and the worker's seccomp filter,
 /// on every thread. Returns the layers it could not apply (under a weaker sandbox).
-pub fn lock_worker(policy: &WorkerPolicy, limits: &[rlimits::Rlimit]) -> Result<Vec<MissingLayer>, SandboxError> {
+fn lock_worker(policy: &WorkerPolicy, limits: &[rlimits::Rlimit]) -> Result<Vec<MissingLayer>, SandboxError> {
     if policy.options.mode == SandboxMode::Disabled {
         return Ok(Vec::new());
     }
@@ -224,10 +228,7 @@ pub fn lock_worker(policy: &WorkerPolicy, limits: &[rlimits::Rlimit]) -> Result<
 /// channel must not have hung up (the parent's pid is not visible from a new pid
 /// namespace, so the channel is the witness).
 fn die_with_parent(channel: RawFd) -> std::io::Result<()> {
-    // SAFETY: PR_SET_PDEATHSIG takes a signal number only.
-    if unsafe { libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong, 0, 0, 0) } != 0 {
-        return Err(std::io::Error::last_os_error());
-    }
+    process::set_parent_death_signal()?;
     if channel < 0 {
         return Ok(());
     }

@@ -1,4 +1,4 @@
-//! Process attributes: no new privileges, no capabilities, a new session, no core
+//! Process attributes: the parent-death signal, no new privileges, no capabilities, a new session, no core
 //! dumps, not dumpable, an empty environment, and no descriptor but the channel.
 
 use std::io;
@@ -17,6 +17,13 @@ fn prctl(option: libc::c_int, arg: libc::c_ulong) -> io::Result<()> {
 /// `PR_SET_NO_NEW_PRIVS`: no exec can ever grant privileges again.
 pub fn set_no_new_privs() -> io::Result<()> {
     prctl(libc::PR_SET_NO_NEW_PRIVS, 1)
+}
+
+/// `PR_SET_PDEATHSIG`: SIGKILL when the parent dies. The one place the worker binary
+/// sets it; every role reaches it through `setup::Setup::die_with_host` or
+/// [`super::enter_worker`].
+pub fn set_parent_death_signal() -> io::Result<()> {
+    prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong)
 }
 
 /// Not dumpable: no core dump, no ptrace attach by same-uid processes, /proc owned by root.

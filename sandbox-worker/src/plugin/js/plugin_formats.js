@@ -13,8 +13,8 @@
 // | globals (003) | `globalThis.tools.<name>` | description, parameters, handler(input) (plugin.js collects them) |
 // | podcode (004) | default `{ id, server(input, { config }) }` | id, description, parameters, execute(args, ctx), idempotent, truncation |
 //
-// Sits after `plugin_web.js` and before `plugin.js` in the runtime's one function of
-// `primordials`; defines one const, `formats`.
+// A module of the bundle step (`build.rs`), before `plugin.js`; imports nothing and
+// exports one object, `formats`.
 const formats = (function () {
   const {
     ArrayIsArray,
@@ -303,3 +303,5 @@ const formats = (function () {
 
   return { zhin, plico, podcode, makeHost, withUnoffered, requireText, isObject, keysOf: ObjectKeys };
 })();
+
+export { formats };

@@ -3,10 +3,12 @@
 // and `fetch` with `Headers` and `Response` (every request goes to the host as
 // `host/fetch` and is checked there against the plugin's network allowlist).
 //
-// Sits inside the plugin runtime's one function of `primordials`, after `common.js` and
-// before `plugin.js`, and defines one const, `web`. Timers fire from the event loop:
+// A module of the bundle step (`build.rs`), after `common.js` and before `plugin.js`:
+// imports `common`, exports one object, `web`. Timers fire from the event loop:
 // `plugin.js` tells Rust the next deadline (`op_plugin_timers`), Rust waits for the
 // host's next message no longer than that, and a `timers` delivery runs what is due.
+import { common } from "../../js/common.js";
+
 const web = (function () {
   const core = globalThis.Deno.core;
   const { op_plugin_timers: opTimers, op_plugin_log: opLog, op_plugin_now: opNow } = core.ops;
@@ -607,3 +609,5 @@ const web = (function () {
     makeFetch,
   };
 })();
+
+export { web };

@@ -1,6 +1,7 @@
 // The JavaScript side of a plugin runtime, evaluated once before the plugin's modules
-// (after `common.js`, `plugin_schema.js`, `plugin_web.js` and `plugin_formats.js`, in
-// the same function of `primordials`).
+// (a module of the bundle step, `build.rs`, after `common.js`, `plugin_schema.js`,
+// `plugin_web.js` and `plugin_formats.js`; it sees only what its `import` lines name,
+// and deno_core's `primordials`).
 //
 // It takes the plugin ops out of Deno.core and builds what the plugin's modules see: the
 // ECMAScript language plus `PLUGIN_GLOBALS` (console, the web pieces of
@@ -18,6 +19,11 @@
 // Everything here is built on primordials: after a plugin replaces
 // `Array.prototype.push`, `String.prototype` methods or `globalThis.Object`, its
 // console, its tool calls and the runtime's error messages still work.
+import { common } from "../../js/common.js";
+import { schemas } from "./plugin_schema.js";
+import { web } from "./plugin_web.js";
+import { formats } from "./plugin_formats.js";
+
 const { describeThrown, keepOnlyGlobals, makeConsole, wrapAtomicsWait } = common;
 const core = globalThis.Deno.core;
 const evalContext = core.evalContext;

@@ -22,8 +22,8 @@
 // (`input.b: Expected number, received string; input.tags[1]: Required`).
 // Anything that is not a schema is refused with a TypeError naming the place (`where`).
 //
-// Like `common.js`, this text sits inside one function of deno_core's `primordials` and
-// defines no global: a plugin that replaces `Array.prototype.push`, `JSON` or
+// A module of the bundle step (`build.rs`): imports nothing, exports one object,
+// `schemas`, and defines no global: a plugin that replaces `Array.prototype.push`, `JSON` or
 // `Object.keys` does not change what it does. The schema libraries' own code (getters,
 // `safeParseAsync`, `~standard.validate`) runs as the plugin's code does.
 
@@ -1736,3 +1736,5 @@ const schemas = (function () {
 
   return { __proto__: null, kindOf, toolSchema };
 })();
+
+export { schemas };
