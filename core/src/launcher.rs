@@ -53,6 +53,21 @@ pub enum SandboxPolicy {
     InsecureDisabled,
 }
 
+/// The `sandbox-worker` binary: `$CODEMODE_WORKER`, else next to the current executable
+/// (or one level up, for test binaries under `target/*/deps`).
+pub fn default_worker_path() -> PathBuf {
+    if let Some(p) = std::env::var_os("CODEMODE_WORKER") {
+        return PathBuf::from(p);
+    }
+    let exe = std::env::current_exe().unwrap_or_default();
+    let dir = exe.parent().map(PathBuf::from).unwrap_or_default();
+    let beside = dir.join("sandbox-worker");
+    if beside.exists() {
+        return beside;
+    }
+    dir.parent().map(|p| p.join("sandbox-worker")).filter(|p| p.exists()).unwrap_or(beside)
+}
+
 impl SandboxPolicy {
     /// The worker's sandbox mode for this policy.
     pub fn mode(self) -> SandboxMode {

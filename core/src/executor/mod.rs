@@ -29,6 +29,7 @@ use crate::dispatch::{Builtins, CallHooks, CallScope};
 use ending::Ended;
 use session::{Session, SharedToolBudget};
 
+pub use crate::launcher::default_worker_path;
 use crate::launcher::{
     default_warm_workers, LaunchError, LaunchMode, Launched, Launcher, SandboxPolicy, WarmPoolConfig,
 };
@@ -157,21 +158,6 @@ impl ExecutorBuilder {
             )),
         })
     }
-}
-
-/// The `sandbox-worker` binary: `$CODEMODE_WORKER`, else next to the current executable
-/// (or one level up, for test binaries under `target/*/deps`).
-pub fn default_worker_path() -> PathBuf {
-    if let Some(p) = std::env::var_os("CODEMODE_WORKER") {
-        return PathBuf::from(p);
-    }
-    let exe = std::env::current_exe().unwrap_or_default();
-    let dir = exe.parent().map(PathBuf::from).unwrap_or_default();
-    let beside = dir.join("sandbox-worker");
-    if beside.exists() {
-        return beside;
-    }
-    dir.parent().map(|p| p.join("sandbox-worker")).filter(|p| p.exists()).unwrap_or(beside)
 }
 
 /// Runs programs. Cheap to share behind an `Arc`; programs may run concurrently.
@@ -528,5 +514,16 @@ impl RunningGuard {
 impl Drop for RunningGuard {
     fn drop(&mut self) {
         self.0.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
+/// The plugin host hands the executor the catalogs it rebuilds.
+impl crate::tool::catalog::CatalogFeed for Executor {
+    fn current(&self) -> Arc<Catalog> {
+        self.catalog()
+    }
+
+    fn replace(&self, catalog: Catalog) {
+        self.set_catalog(catalog);
     }
 }

@@ -76,6 +76,16 @@ pub trait Recover: Send + Sync + 'static {
     fn recover(&self) -> BoxFuture<'static, ()>;
 }
 
+/// Where a plugin host puts the catalog it rebuilt (a plugin's tools changed, or it came
+/// back) and reads the current one from: the executor, whose later programs see it.
+/// Plugins reach the executor only through this.
+pub trait CatalogFeed: Send + Sync + 'static {
+    /// The catalog programs are served from now.
+    fn current(&self) -> Arc<Catalog>;
+    /// Replaces it; programs that start later see `catalog`.
+    fn replace(&self, catalog: Catalog);
+}
+
 /// A plugin that is configured but could not be started.
 #[derive(Clone)]
 pub struct Unavailable {

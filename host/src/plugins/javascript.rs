@@ -176,7 +176,7 @@ impl JavascriptPlugin {
         Ok(Self {
             name: name.to_string(),
             path: path.to_path_buf(),
-            layout: read_layout(&crate::executor::default_worker_path(), path, format)?,
+            layout: read_layout(&crate::launcher::default_worker_path(), path, format)?,
             memory_mib: DEFAULT_MEMORY_MIB,
             cpu_step_ms: DEFAULT_CPU_STEP_MS,
             call_timeout: DEFAULT_CALL_TIMEOUT,

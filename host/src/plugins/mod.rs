@@ -1,64 +1,40 @@
 //! Plugin runtimes behind `tools.<plugin>.<tool>`.
 //!
-//! [`PluginHost`] starts the configured plugins, asks each for its tools, and builds the
-//! [`Catalog`] the executor serves from. When a plugin announces that its tools changed,
-//! the host asks it again and hands the executor a new catalog, which every later
-//! program sees. A plugin that cannot start is reported and left out; it never stops the
-//! others.
+//! 1. [`PluginHost`] holds one [`PluginRuntime`] per configured plugin ([`runtime`]: the
+//!    seam every kind implements), asks each for its tools, and builds the [`Catalog`]
+//!    the executor serves from;
+//! 2. when a plugin announces that its tools changed, the host asks it again and hands
+//!    the new catalog to its [`CatalogFeed`] (the executor), which every later program
+//!    sees; unavailable plugins are tried again in the background;
+//! 3. a plugin that cannot start is reported and left out; it never stops the others.
 //!
 //! Runtimes: [`process`] (any executable speaking JSON-RPC over stdio), [`javascript`]
 //! (a plugin folder run by the sandboxed plugin runtime, driven as a process plugin,
 //! whose `api.net.fetch` the host serves through [`net`]) and [`mcp`] (MCP servers,
-//! over stdio or streamable HTTP).
+//! over stdio or streamable HTTP). The child processes they start (command, stderr
+//! tail, restart backoff) are handled in one place, [`child`]; their configured
+//! settings and secrets are resolved by [`settings`].
 
-pub mod backoff;
+pub mod child;
+#[cfg(test)]
+mod fixed;
 pub mod javascript;
 pub mod mcp;
 pub mod net;
 pub mod process;
+pub mod runtime;
 pub mod settings;
 
 use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
 use futures::future::BoxFuture;
-use serde_json::Value;
 
-use crate::executor::Executor;
-use crate::tool::{CallContext, Catalog, Recover, Tool, ToolDefinition, ToolHandler, ToolResult};
+use crate::tool::catalog::CatalogFeed;
+use crate::tool::{Catalog, Recover, Tool};
 use mcp::McpPlugin;
 use process::ProcessPlugin;
-
-/// A tool served by an MCP server.
-struct McpTool {
-    plugin: Arc<McpPlugin>,
-    tool: String,
-}
-
-impl ToolHandler for McpTool {
-    fn call(&self, input: Value, context: CallContext) -> BoxFuture<'static, ToolResult> {
-        let (plugin, tool) = (Arc::clone(&self.plugin), self.tool.clone());
-        Box::pin(async move { plugin.call_tool(&tool, input, context).await })
-    }
-}
-
-/// A tool served by a process plugin.
-struct ProcessTool {
-    plugin: Arc<ProcessPlugin>,
-    tool: String,
-}
-
-impl ToolHandler for ProcessTool {
-    fn call(&self, input: Value, context: CallContext) -> BoxFuture<'static, ToolResult> {
-        let (plugin, tool) = (Arc::clone(&self.plugin), self.tool.clone());
-        Box::pin(async move {
-            plugin.call_tool(&tool, input, context.wire(), context.cancel.clone(), context.approver.clone()).await
-        })
-    }
-}
-
-/// A tool a plugin listed, with what serves its calls.
-type Listed = (Arc<dyn ToolHandler>, ToolDefinition);
+pub use runtime::{Listed, PluginRuntime};
 
 /// A plugin's changes are re-listed at most once per this interval, however often it
 /// announces them; the first change after a quiet interval waits [`CHANGE_DEBOUNCE`]
@@ -93,8 +69,8 @@ const MAX_BACKGROUND_RETRY: Duration = Duration::from_secs(60);
 
 /// The running plugins.
 pub struct PluginHost {
-    process: Vec<Arc<ProcessPlugin>>,
-    mcp: Vec<Arc<McpPlugin>>,
+    /// Every configured plugin's runtime, whatever its kind.
+    runtimes: Vec<Arc<dyn PluginRuntime>>,
     base: Catalog,
     /// Tools the configuration marks as needing approval, by plugin (`"*"`: all).
     approvals: std::collections::HashMap<String, Vec<String>>,
@@ -102,8 +78,9 @@ pub struct PluginHost {
     summaries: std::collections::HashMap<String, String>,
     /// The scopes offered (tools of other scopes are left out).
     scopes: Vec<String>,
-    /// The executor whose catalog this host keeps current ([`PluginHost::keep_current`]).
-    executor: Mutex<Weak<Executor>>,
+    /// Where the catalogs this host rebuilds go, and the current one is read from (the
+    /// executor: [`PluginHost::keep_current`]).
+    feed: Mutex<Option<Weak<dyn CatalogFeed>>>,
     /// One rebuild of the catalog at a time.
     rebuilding: tokio::sync::Mutex<()>,
     /// Wakes the background retries (a call found a plugin unavailable).
@@ -174,16 +151,21 @@ impl Recover for RecoverPlugin {
 }
 
 impl PluginHost {
-    /// Plugins on top of `base` (tools served in-process, such as the examples).
+    /// Process plugins on top of `base` (tools served in-process, such as the examples).
+    /// A thin wrapper over [`PluginHost::with_runtimes`].
     pub fn new(base: Catalog, process: Vec<Arc<ProcessPlugin>>) -> Self {
+        Self::with_runtimes(base, process.into_iter().map(|p| p as Arc<dyn PluginRuntime>).collect())
+    }
+
+    /// Plugins of any kind, each through its runtime, on top of `base`.
+    pub fn with_runtimes(base: Catalog, runtimes: Vec<Arc<dyn PluginRuntime>>) -> Self {
         Self {
-            process,
-            mcp: Vec::new(),
+            runtimes,
             base,
             approvals: Default::default(),
             summaries: Default::default(),
             scopes: Vec::new(),
-            executor: Mutex::new(Weak::new()),
+            feed: Mutex::new(None),
             rebuilding: tokio::sync::Mutex::new(()),
             retry_now: Arc::new(tokio::sync::Notify::new()),
             unreadable: Vec::new(),
@@ -218,17 +200,20 @@ impl PluginHost {
         self
     }
 
-    /// Adds MCP servers.
+    /// Adds MCP servers (after the plugins already added).
     pub fn with_mcp(mut self, servers: Vec<Arc<McpPlugin>>) -> Self {
-        self.mcp = servers;
+        self.runtimes.extend(servers.into_iter().map(|s| s as Arc<dyn PluginRuntime>));
         self
+    }
+
+    /// The runtime of `plugin` (the first configured under that name).
+    fn runtime(&self, plugin: &str) -> Option<&Arc<dyn PluginRuntime>> {
+        self.runtimes.iter().find(|r| r.name() == plugin)
     }
 
     /// How long until `plugin` may be tried again (zero: now).
     fn retry_in(&self, plugin: &str) -> Duration {
-        let process = self.process.iter().find(|p| p.name() == plugin).map(|p| p.retry_in());
-        let mcp = self.mcp.iter().find(|p| p.name() == plugin).map(|p| p.retry_in());
-        process.or(mcp).unwrap_or_default()
+        self.runtime(plugin).map(|r| r.retry_in()).unwrap_or_default()
     }
 
     /// Asks every plugin for its tools and builds the catalog. A plugin that cannot be
@@ -245,48 +230,20 @@ impl PluginHost {
         self.assemble(&listings)
     }
 
-    /// Every configured plugin's name (process, JavaScript and MCP).
+    /// Every configured plugin's name (of every runtime kind).
     fn plugin_names(&self) -> impl Iterator<Item = String> + '_ {
-        self.process.iter().map(|p| p.name().to_string()).chain(self.mcp.iter().map(|p| p.name().to_string()))
+        self.runtimes.iter().map(|r| r.name().to_string())
     }
 
     /// Asks one plugin for its tools: what it offers now, checked and compiled, with
     /// the configuration's approvals and scopes applied, or why it is unavailable.
     async fn list_plugin(self: &Arc<Self>, plugin: &str) -> Listing {
-        let listed: Result<(Vec<Listed>, Vec<String>), String> =
-            if let Some(p) = self.process.iter().find(|p| p.name() == plugin) {
-                p.list_tools(false)
-                    .await
-                    .map(|defs| {
-                        let tools = defs
-                            .into_iter()
-                            .map(|d| {
-                                let tool = ProcessTool { plugin: Arc::clone(p), tool: d.name.clone() };
-                                (Arc::new(tool) as Arc<dyn ToolHandler>, d)
-                            })
-                            .collect();
-                        (tools, p.notes())
-                    })
-                    .map_err(|e| p.stderr_tail().explain(&e))
-            } else if let Some(p) = self.mcp.iter().find(|p| p.name() == plugin) {
-                p.list_tools(false)
-                    .await
-                    .map(|defs| {
-                        let tools = defs
-                            .into_iter()
-                            .map(|d| {
-                                let tool = McpTool { plugin: Arc::clone(p), tool: d.name.clone() };
-                                (Arc::new(tool) as Arc<dyn ToolHandler>, d)
-                            })
-                            .collect();
-                        (tools, Vec::new())
-                    })
-                    .map_err(|e| p.stderr_tail().explain(&e))
-            } else {
-                Err(format!("no plugin is configured as {plugin}"))
-            };
+        let listed = match self.runtime(plugin) {
+            Some(runtime) => Arc::clone(runtime).list().await,
+            None => Err(format!("no plugin is configured as {plugin}")),
+        };
         let mut problems = Vec::new();
-        let (tools, notes) = match listed {
+        let Listed { tools, notes } = match listed {
             Ok(listed) => listed,
             Err(reason) => {
                 tracing::warn!("plugin {plugin}: {reason}");
@@ -387,7 +344,7 @@ impl PluginHost {
     }
 
     /// Asks only `plugins` for their tools again, rebuilds the catalog from every
-    /// plugin's last listing, and hands it to the executor (when there is one).
+    /// plugin's last listing, and hands it to the feed (when there is one).
     /// When nothing they list changed (a plugin announcing changes it did not make),
     /// the catalog stays as it is and nobody is told.
     async fn refresh(self: &Arc<Self>, plugins: &[String]) {
@@ -408,25 +365,26 @@ impl PluginHost {
             }
             self.assemble(&listings).0
         };
-        let executor = self.executor.lock().map(|e| e.upgrade()).unwrap_or_default();
-        if let Some(executor) = executor {
-            executor.set_catalog(catalog);
+        if let Some(feed) = self.feed() {
+            feed.replace(catalog);
         }
     }
 
-    /// Keeps `executor`'s catalog current: whenever a plugin announces a change, the
-    /// catalog is rebuilt and replaced; unavailable plugins are tried again in the
-    /// background, with a pause that doubles from 1 s to a minute while some stay
+    /// The feed, while it lives.
+    fn feed(&self) -> Option<Arc<dyn CatalogFeed>> {
+        self.feed.lock().ok().and_then(|f| f.as_ref().and_then(Weak::upgrade))
+    }
+
+    /// Keeps `feed`'s catalog current (the executor's): whenever a plugin announces a
+    /// change, the catalog is rebuilt and replaced; unavailable plugins are tried again
+    /// in the background, with a pause that doubles from 1 s to a minute while some stay
     /// unavailable, and at once when a program calls one. Ends when the host is dropped.
-    pub fn keep_current(self: &Arc<Self>, executor: Arc<Executor>) {
-        if let Ok(mut slot) = self.executor.lock() {
-            *slot = Arc::downgrade(&executor);
+    pub fn keep_current<F: CatalogFeed>(self: &Arc<Self>, feed: Arc<F>) {
+        let feed: Arc<dyn CatalogFeed> = feed;
+        if let Ok(mut slot) = self.feed.lock() {
+            *slot = Some(Arc::downgrade(&feed));
         }
-        let watches = self
-            .process
-            .iter()
-            .map(|p| (p.name().to_string(), p.watch_changes()))
-            .chain(self.mcp.iter().map(|p| (p.name().to_string(), p.watch_changes())));
+        let watches = self.runtimes.iter().map(|r| (r.name().to_string(), r.watch_changes()));
         for (plugin, mut changes) in watches {
             // Weak: this task must not keep the plugins alive.
             let host = Arc::downgrade(self);
@@ -452,14 +410,13 @@ impl PluginHost {
                 let Some(strong) = host.upgrade() else { return };
                 // Only plugins with a runtime to start again (one whose files could not be
                 // read stays unavailable until the configuration is read again).
-                let unavailable: Vec<String> =
-                    strong.executor.lock().ok().and_then(|e| e.upgrade()).map_or_else(Vec::new, |ex| {
-                        ex.catalog()
-                            .unavailable_plugins()
-                            .map(|(p, _)| p.to_string())
-                            .filter(|p| strong.plugin_names().any(|n| n == *p))
-                            .collect()
-                    });
+                let unavailable: Vec<String> = strong.feed().map_or_else(Vec::new, |feed| {
+                    feed.current()
+                        .unavailable_plugins()
+                        .map(|(p, _)| p.to_string())
+                        .filter(|p| strong.plugin_names().any(|n| n == *p))
+                        .collect()
+                });
                 if unavailable.is_empty() {
                     pause = FIRST_BACKGROUND_RETRY;
                 } else if unavailable.iter().any(|p| strong.retry_in(p).is_zero()) {

@@ -28,8 +28,12 @@ use tokio::sync::{oneshot, Mutex};
 use tokio_util::codec::{FramedRead, LinesCodec, LinesCodecError};
 use tokio_util::sync::CancellationToken;
 
-use super::backoff::Backoff;
+use futures::future::BoxFuture;
+
+use super::child::{drain_stderr, plugin_command, Restarts, StderrTail};
 use super::net::NetAccess;
+pub use super::runtime::PluginError;
+use super::runtime::{remote_tools, Listed, PluginRuntime, RemoteCalls};
 use super::settings::{host_environment, resolve_env, resolve_settings, SettingError, SettingValue};
 use crate::tool::{ApprovalQuestion, Approver, ToolDefinition, ToolResult};
 
@@ -38,12 +42,6 @@ const MAX_LINE_BYTES: usize = 16 * 1024 * 1024;
 /// The most a line may cost once parsed (`protocol::cost::json_cost`): a 16 MiB line of
 /// tiny values would otherwise take the host hundreds of MiB to hold.
 const MAX_LINE_COST: u64 = 64 * 1024 * 1024;
-/// Lines of a plugin's standard error kept for the reason it is unavailable.
-const STDERR_TAIL_LINES: usize = 8;
-/// What introduces a plugin's last stderr lines in a reason.
-const STDERR_MARKER: &str = "its last lines on stderr:";
-/// Longest stderr line kept, in characters.
-const STDERR_TAIL_CHARS: usize = 300;
 /// Longest question a plugin may put to a person (`host/approve`), in characters.
 const MAX_APPROVAL_MESSAGE_CHARS: usize = 2000;
 /// How long `initialize` and `tools/list` may take.
@@ -69,50 +67,6 @@ pub struct ProcessConfig {
     pub call_timeout: Duration,
     /// What the plugin may fetch through the host (`host/fetch`); `None`: nothing.
     pub net: Option<Arc<NetAccess>>,
-}
-
-/// Why a plugin request failed.
-#[derive(Debug, Clone, thiserror::Error, PartialEq)]
-pub enum PluginError {
-    /// The process could not be started.
-    #[error("plugin {plugin} could not be started: {reason}")]
-    Start {
-        /// The plugin.
-        plugin: String,
-        /// Why.
-        reason: String,
-    },
-    /// The process went away or broke the protocol while the request was in flight.
-    #[error("plugin {plugin} failed: {reason}")]
-    Gone {
-        /// The plugin.
-        plugin: String,
-        /// What happened.
-        reason: String,
-    },
-    /// The plugin answered with a JSON-RPC error.
-    #[error("plugin {plugin} answered {method} with an error: {message}")]
-    Rpc {
-        /// The plugin.
-        plugin: String,
-        /// The method.
-        method: String,
-        /// The error's message.
-        message: String,
-    },
-    /// No answer in time.
-    #[error("plugin {plugin} did not answer {method} within {seconds} s")]
-    Timeout {
-        /// The plugin.
-        plugin: String,
-        /// The method.
-        method: String,
-        /// The limit.
-        seconds: f64,
-    },
-    /// The call was given up.
-    #[error("the call was cancelled")]
-    Cancelled,
 }
 
 type Pending = Arc<StdMutex<HashMap<u64, oneshot::Sender<Result<Value, PluginError>>>>>;
@@ -145,7 +99,7 @@ const HUNG_AFTER_TIMEOUTS: u64 = 3;
 pub struct ProcessPlugin {
     config: ProcessConfig,
     connection: Mutex<Option<Arc<Connection>>>,
-    backoff: StdMutex<Backoff>,
+    restarts: Restarts,
     /// Notified when the plugin says its tools changed.
     changed: tokio::sync::watch::Sender<u64>,
     /// The last lines the plugin wrote on standard error (any of its processes).
@@ -156,60 +110,13 @@ pub struct ProcessPlugin {
     started_once: AtomicBool,
 }
 
-/// The last lines a plugin wrote on standard error, for the reason it is unavailable.
-#[derive(Clone)]
-pub struct StderrTail {
-    lines: Arc<StdMutex<std::collections::VecDeque<String>>>,
-    /// Readers of a process's stderr still running (see [`StderrTail::settle`]).
-    open: Arc<tokio::sync::watch::Sender<usize>>,
-}
-
-impl Default for StderrTail {
-    fn default() -> Self {
-        Self { lines: Arc::default(), open: Arc::new(tokio::sync::watch::channel(0).0) }
-    }
-}
-
-impl StderrTail {
-    /// Waits (at most `limit`) until every process's stderr was read to its end, so a
-    /// reason can quote what a plugin said on its way out.
-    pub async fn settle(&self, limit: Duration) {
-        let mut open = self.open.subscribe();
-        let _ = tokio::time::timeout(limit, open.wait_for(|n| *n == 0)).await;
-    }
-
-    /// Keeps `line` (cut), dropping the oldest beyond [`STDERR_TAIL_LINES`].
-    pub fn push(&self, line: &str) {
-        let mut lines = self.lines.lock().unwrap_or_else(|p| p.into_inner());
-        if lines.len() == STDERR_TAIL_LINES {
-            lines.pop_front();
-        }
-        let mut kept: String = line.chars().take(STDERR_TAIL_CHARS).collect();
-        if kept.len() < line.len() {
-            kept.push('…');
-        }
-        lines.push_back(kept);
-    }
-
-    /// `reason`, followed by the kept lines when there are any.
-    pub fn explain(&self, reason: impl std::fmt::Display) -> String {
-        let reason = reason.to_string();
-        let lines = self.lines.lock().unwrap_or_else(|p| p.into_inner());
-        if lines.is_empty() || reason.contains(STDERR_MARKER) {
-            return reason;
-        }
-        let shown: Vec<String> = lines.iter().map(|l| format!("  | {l}")).collect();
-        format!("{reason}\n{STDERR_MARKER}\n{}", shown.join("\n"))
-    }
-}
-
 impl ProcessPlugin {
     /// A plugin that starts on first use.
     pub fn new(config: ProcessConfig) -> Arc<Self> {
         Arc::new(Self {
             config,
             connection: Mutex::new(None),
-            backoff: StdMutex::new(Backoff::default()),
+            restarts: Restarts::default(),
             changed: tokio::sync::watch::channel(0).0,
             stderr_tail: StderrTail::default(),
             notes: StdMutex::new(Vec::new()),
@@ -229,7 +136,7 @@ impl ProcessPlugin {
 
     /// How long until the plugin may be started again after a failure (zero: now).
     pub fn retry_in(&self) -> Duration {
-        self.backoff.lock().map(|b| b.delay()).unwrap_or_default()
+        self.restarts.retry_in()
     }
 
     /// The plugin's name.
@@ -363,23 +270,14 @@ impl ProcessPlugin {
             }
             *slot = None;
         }
-        let delay = self.retry_in();
-        if !delay.is_zero() {
-            if !wait {
-                return Err(PluginError::Start {
-                    plugin: self.config.name.clone(),
-                    reason: format!("it failed recently and is tried again in {:.1} s", delay.as_secs_f64()),
-                });
-            }
-            tokio::time::sleep(delay).await;
-        }
+        self.restarts.before_start(&self.config.name, wait).await?;
         match self.start().await {
             Ok(c) => {
                 *slot = Some(Arc::clone(&c));
                 Ok(c)
             }
             Err(e) => {
-                self.record_failure();
+                self.restarts.failed();
                 // What the plugin said on its way out is the most useful part of why.
                 self.stderr_tail.settle(Duration::from_millis(500)).await;
                 Err(match e {
@@ -392,12 +290,6 @@ impl ProcessPlugin {
                     other => other,
                 })
             }
-        }
-    }
-
-    fn record_failure(&self) {
-        if let Ok(mut b) = self.backoff.lock() {
-            b.failed();
         }
     }
 
@@ -478,6 +370,45 @@ impl ProcessPlugin {
                 seconds: SETUP_TIMEOUT.as_secs_f64(),
             }),
         }
+    }
+}
+
+impl PluginRuntime for ProcessPlugin {
+    fn name(&self) -> &str {
+        &self.config.name
+    }
+
+    fn list(self: Arc<Self>) -> BoxFuture<'static, Result<Listed, String>> {
+        Box::pin(async move {
+            match self.list_tools(false).await {
+                Ok(definitions) => {
+                    let tools = remote_tools(Arc::clone(&self) as Arc<dyn RemoteCalls>, definitions);
+                    Ok(Listed { tools, notes: self.notes() })
+                }
+                Err(e) => Err(self.stderr_tail.explain(&e)),
+            }
+        })
+    }
+
+    fn retry_in(&self) -> Duration {
+        self.restarts.retry_in()
+    }
+
+    fn watch_changes(&self) -> tokio::sync::watch::Receiver<u64> {
+        self.changed.subscribe()
+    }
+}
+
+impl RemoteCalls for ProcessPlugin {
+    fn call(
+        self: Arc<Self>,
+        tool: String,
+        input: Value,
+        context: crate::tool::CallContext,
+    ) -> BoxFuture<'static, ToolResult> {
+        Box::pin(async move {
+            self.call_tool(&tool, input, context.wire(), context.cancel.clone(), context.approver.clone()).await
+        })
     }
 }
 
@@ -607,9 +538,7 @@ async fn read_answers(
         let _ = waiter.send(Err(PluginError::Gone { plugin: name.clone(), reason: explained.clone() }));
     }
     if let Some(plugin) = plugin.upgrade() {
-        if let Ok(mut b) = plugin.backoff.lock() {
-            b.failed_after(started.elapsed());
-        }
+        plugin.restarts.failed_after(started.elapsed());
     }
 }
 
@@ -723,106 +652,6 @@ impl PluginRequests {
     }
 }
 
-/// The capabilities that let a process read another's memory and environment despite
-/// it not being dumpable (measured: each of them alone does), by their numbers in
-/// linux/capability.h, which libc does not name: `CAP_SYS_PTRACE`, `CAP_SYS_ADMIN`,
-/// `CAP_PERFMON`.
-const MEMORY_READING_CAPABILITIES: [libc::c_ulong; 3] = [19, 21, 38];
-
-/// The command that starts a plugin process: `args` as written, run in `cwd`, with an
-/// environment of only `PATH` and `env`, killed when the host dies (the host's thread
-/// that started it, which lives as long as the host's runtime), and without the
-/// capabilities that read other processes' memory ([`MEMORY_READING_CAPABILITIES`]),
-/// even when the host runs as root: with the host not dumpable
-/// (`main`), a plugin of the host's user cannot read the host's memory or environment
-/// (`/proc/<host>/environ`, `/proc/<host>/mem`), where every other plugin's secrets are.
-pub(crate) fn plugin_command(
-    program: &std::path::Path,
-    args: &[String],
-    env: &[(String, String)],
-    cwd: Option<&std::path::Path>,
-) -> tokio::process::Command {
-    let mut command = tokio::process::Command::new(program);
-    command.args(args).env_clear();
-    if let Some(path) = std::env::var_os("PATH") {
-        command.env("PATH", path);
-    }
-    command.envs(env.iter().map(|(k, v)| (k, v)));
-    if let Some(cwd) = cwd {
-        command.current_dir(cwd);
-    }
-    // SAFETY: runs in the child between fork and exec; prctl(2) is async-signal-safe
-    // and these calls touch no memory of ours.
-    unsafe {
-        command.pre_exec(|| {
-            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong, 0, 0, 0) != 0 {
-                return Err(std::io::Error::last_os_error());
-            }
-            // Out of the bounding set, a capability cannot come back at exec, even for
-            // root. Without CAP_SETPCAP (a host that is not root) the drop is refused,
-            // and the plugin has no capabilities to begin with.
-            for capability in MEMORY_READING_CAPABILITIES {
-                if libc::prctl(libc::PR_CAPBSET_DROP, capability, 0, 0, 0) != 0 {
-                    let error = std::io::Error::last_os_error();
-                    if error.raw_os_error() != Some(libc::EPERM) {
-                        return Err(error);
-                    }
-                }
-            }
-            if libc::prctl(libc::PR_CAP_AMBIENT, libc::PR_CAP_AMBIENT_CLEAR_ALL as libc::c_ulong, 0, 0, 0) != 0 {
-                return Err(std::io::Error::last_os_error());
-            }
-            // Nor from the inheritable set, from which root regains at exec what it holds.
-            drop_inheritable(&MEMORY_READING_CAPABILITIES)?;
-            Ok(())
-        });
-    }
-    command
-}
-
-/// Takes `capabilities` out of this process's inheritable set (capget and capset, raw:
-/// this runs between fork and exec, where nothing may allocate).
-fn drop_inheritable(capabilities: &[libc::c_ulong]) -> std::io::Result<()> {
-    /// `_LINUX_CAPABILITY_VERSION_3` (linux/capability.h): two 32-bit words per set.
-    const VERSION_3: u32 = 0x2008_0522;
-    #[repr(C)]
-    struct Header {
-        version: u32,
-        pid: libc::c_int,
-    }
-    #[repr(C)]
-    #[derive(Clone, Copy)]
-    struct Data {
-        effective: u32,
-        permitted: u32,
-        inheritable: u32,
-    }
-    let mut header = Header { version: VERSION_3, pid: 0 };
-    let mut data = [Data { effective: 0, permitted: 0, inheritable: 0 }; 2];
-    // SAFETY: capget fills `data` (two structures, as version 3 asks) for this process;
-    // both pointers are valid for the call.
-    if unsafe { libc::syscall(libc::SYS_capget, &mut header as *mut Header, data.as_mut_ptr()) } != 0 {
-        return Err(std::io::Error::last_os_error());
-    }
-    let mut changed = false;
-    for &capability in capabilities {
-        let (word, bit) = ((capability / 32) as usize, 1u32 << (capability % 32));
-        if let Some(set) = data.get_mut(word).filter(|d| d.inheritable & bit != 0) {
-            set.inheritable &= !bit;
-            changed = true;
-        }
-    }
-    if !changed {
-        return Ok(());
-    }
-    // SAFETY: capset reads the header and the two structures capget filled; only the
-    // inheritable bits were cleared, which never needs a privilege.
-    if unsafe { libc::syscall(libc::SYS_capset, &mut header as *mut Header, data.as_ptr()) } != 0 {
-        return Err(std::io::Error::last_os_error());
-    }
-    Ok(())
-}
-
 /// Writes one message line to the plugin. A plugin that stops reading (the write fails,
 /// or does not finish in time, possibly after part of the line) ends the connection:
 /// nothing written after a partial line could be read correctly. `Err` says why.
@@ -838,38 +667,4 @@ async fn write_line(stdin: &Stdin, dead: &CancellationToken, message: &Outgoing)
     };
     dead.cancel();
     Err(failure)
-}
-
-/// Forwards the plugin's stderr to the host's log, a line at a time, keeping the last
-/// lines in `tail`, on a task of its own; the reader counts as open in `tail` from now
-/// until it reaches the end.
-pub(crate) fn drain_stderr<R: tokio::io::AsyncRead + Unpin + Send + 'static>(
-    name: String,
-    stderr: R,
-    tail: StderrTail,
-) {
-    /// Counts the reader out however it ends.
-    struct Closed(Arc<tokio::sync::watch::Sender<usize>>);
-    impl Drop for Closed {
-        fn drop(&mut self) {
-            self.0.send_modify(|n| *n = n.saturating_sub(1));
-        }
-    }
-    tail.open.send_modify(|n| *n += 1);
-    let closed = Closed(Arc::clone(&tail.open));
-    tokio::spawn(async move {
-        let _closed = closed;
-        let mut lines = FramedRead::new(stderr, LinesCodec::new_with_max_length(64 * 1024));
-        while let Some(line) = lines.next().await {
-            match line {
-                Ok(line) => {
-                    tail.push(&line);
-                    tracing::info!(plugin = %name, "{line}");
-                }
-                // Keep draining: a plugin blocked on a full stderr pipe would hang.
-                Err(LinesCodecError::MaxLineLengthExceeded) => continue,
-                Err(_) => break,
-            }
-        }
-    });
 }

@@ -47,8 +47,10 @@ use rmcp::{ClientLifecycleMode, ClientServiceExt, RoleClient};
 use serde_json::Value;
 use tokio::sync::Mutex;
 
-use super::backoff::Backoff;
-use super::process::{drain_stderr, plugin_command, PluginError, StderrTail};
+use futures::future::BoxFuture;
+
+use super::child::{drain_stderr, plugin_command, Restarts, StderrTail};
+use super::runtime::{remote_tools, Listed, PluginError, PluginRuntime, RemoteCalls};
 use crate::oauth::Challenge;
 use crate::tool::{CallContext, ToolDefinition, ToolResult};
 use client::{CallPeers, InFlight, ServerMessages};
@@ -121,7 +123,7 @@ pub struct McpPlugin {
     config: McpConfig,
     session: Mutex<Option<Arc<Session>>>,
     changed: tokio::sync::watch::Sender<u64>,
-    backoff: std::sync::Mutex<Backoff>,
+    restarts: Restarts,
     stderr_tail: StderrTail,
     /// The calls in flight, for the server's questions and progress.
     calls: Arc<InFlight>,
@@ -140,7 +142,7 @@ impl McpPlugin {
             config,
             session: Mutex::new(None),
             changed: tokio::sync::watch::channel(0).0,
-            backoff: std::sync::Mutex::new(Backoff::default()),
+            restarts: Restarts::default(),
             stderr_tail: StderrTail::default(),
             calls: Arc::default(),
             authorized: std::sync::atomic::AtomicBool::new(false),
@@ -154,7 +156,7 @@ impl McpPlugin {
 
     /// How long until the server may be connected again after a failure (zero: now).
     pub fn retry_in(&self) -> Duration {
-        self.backoff.lock().map(|b| b.delay()).unwrap_or_default()
+        self.restarts.retry_in()
     }
 
     /// The plugin's name.
@@ -182,22 +184,11 @@ impl McpPlugin {
         }
         // A session that closed: the next one is a restart (or a reconnection).
         let restarting = slot.is_some();
-        let delay = self.retry_in();
-        if !delay.is_zero() {
-            if !wait {
-                return Err(PluginError::Start {
-                    plugin: self.config.name.clone(),
-                    reason: format!("it failed recently and is tried again in {:.1} s", delay.as_secs_f64()),
-                });
-            }
-            tokio::time::sleep(delay).await;
-        }
+        self.restarts.before_start(&self.config.name, wait).await?;
         let session = self.connect().await;
-        if let Ok(mut b) = self.backoff.lock() {
-            match &session {
-                Ok(_) => b.succeeded(),
-                Err(_) => b.failed(),
-            }
+        match &session {
+            Ok(_) => self.restarts.succeeded(),
+            Err(_) => self.restarts.failed(),
         }
         let session = session?;
         if restarting {
@@ -526,6 +517,38 @@ impl McpPlugin {
             Some(why) => ToolResult::error(format!("plugin {} refused the call: {why}", self.config.name)),
             None => ToolResult::error(format!("plugin {} failed: {error}", self.config.name)),
         }
+    }
+}
+
+impl PluginRuntime for McpPlugin {
+    fn name(&self) -> &str {
+        &self.config.name
+    }
+
+    fn list(self: Arc<Self>) -> BoxFuture<'static, Result<Listed, String>> {
+        Box::pin(async move {
+            match self.list_tools(false).await {
+                Ok(definitions) => {
+                    let tools = remote_tools(Arc::clone(&self) as Arc<dyn RemoteCalls>, definitions);
+                    Ok(Listed { tools, notes: Vec::new() })
+                }
+                Err(e) => Err(self.stderr_tail.explain(&e)),
+            }
+        })
+    }
+
+    fn retry_in(&self) -> Duration {
+        self.restarts.retry_in()
+    }
+
+    fn watch_changes(&self) -> tokio::sync::watch::Receiver<u64> {
+        self.changed.subscribe()
+    }
+}
+
+impl RemoteCalls for McpPlugin {
+    fn call(self: Arc<Self>, tool: String, input: Value, context: CallContext) -> BoxFuture<'static, ToolResult> {
+        Box::pin(async move { self.call_tool(&tool, input, context).await })
     }
 }
 

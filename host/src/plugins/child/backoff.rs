@@ -1,8 +1,11 @@
-//! How long a plugin that keeps failing waits before it is started again: 100 ms after
-//! the first failure, doubling up to 10 s; a plugin that then ran for a minute starts
-//! over. Process plugins and MCP servers share it.
+//! 3. How long a plugin that keeps failing waits before it is started again: 100 ms
+//!    after the first failure, doubling up to 10 s; a plugin that then ran for a minute
+//!    starts over. Process plugins and MCP servers share it, through [`Restarts`].
 
+use std::sync::Mutex;
 use std::time::{Duration, Instant};
+
+use crate::plugins::runtime::PluginError;
 
 /// The first restart delay after a failure; it doubles up to [`MAX_BACKOFF`].
 pub const FIRST_BACKOFF: Duration = Duration::from_millis(100);
@@ -48,6 +51,56 @@ impl Backoff {
     /// Forgets the failures (the plugin works again).
     pub fn succeeded(&mut self) {
         *self = Backoff::default();
+    }
+}
+
+/// A runtime's restarts: its [`Backoff`], and the gate every start goes through.
+#[derive(Debug, Default)]
+pub struct Restarts {
+    backoff: Mutex<Backoff>,
+}
+
+impl Restarts {
+    /// How long until the plugin may be started again after a failure (zero: now).
+    pub fn retry_in(&self) -> Duration {
+        self.backoff.lock().map(|b| b.delay()).unwrap_or_default()
+    }
+
+    /// Before a start of `plugin`: waits out the rest of its backoff when `wait`, or
+    /// refuses at once while it backs off otherwise.
+    pub async fn before_start(&self, plugin: &str, wait: bool) -> Result<(), PluginError> {
+        let delay = self.retry_in();
+        if !delay.is_zero() {
+            if !wait {
+                return Err(PluginError::Start {
+                    plugin: plugin.to_string(),
+                    reason: format!("it failed recently and is tried again in {:.1} s", delay.as_secs_f64()),
+                });
+            }
+            tokio::time::sleep(delay).await;
+        }
+        Ok(())
+    }
+
+    /// Records one more failure, now.
+    pub fn failed(&self) {
+        if let Ok(mut b) = self.backoff.lock() {
+            b.failed();
+        }
+    }
+
+    /// Records a failure of something that ran for `lived` ([`Backoff::failed_after`]).
+    pub fn failed_after(&self, lived: Duration) {
+        if let Ok(mut b) = self.backoff.lock() {
+            b.failed_after(lived);
+        }
+    }
+
+    /// Forgets the failures (the plugin works again).
+    pub fn succeeded(&self) {
+        if let Ok(mut b) = self.backoff.lock() {
+            b.succeeded();
+        }
     }
 }
 
