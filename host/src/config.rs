@@ -41,7 +41,7 @@ use serde::Deserialize;
 use plugin_format::{Format, Layout};
 use protocol::manifest::HostEntry;
 
-use crate::limits::{LimitError, LimitSource, Limits, Setting, Which};
+use crate::limits::{LimitError, LimitOverrides, LimitSource, Limits};
 use crate::oauth::OAuthSettings;
 use crate::plugins::javascript::{JavascriptPlugin, DEFAULT_CPU_STEP_MS, DEFAULT_MEMORY_MIB};
 use crate::plugins::mcp::http::header_name_problem;
@@ -53,9 +53,9 @@ use crate::plugins::settings::SettingValue;
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Config {
-    /// Limit overrides.
+    /// `[limits]`: each one optional, in its setting's unit (`crate::limits::SETTINGS`).
     #[serde(default)]
-    pub limits: LimitsConfig,
+    pub limits: LimitOverrides,
     /// The plugins.
     #[serde(default, rename = "plugin")]
     pub plugins: Vec<PluginConfig>,
@@ -270,61 +270,6 @@ pub enum ToolNames {
     Own,
     /// Seed 003's rule: every tool is `<plugin>__<tool>`.
     Prefixed,
-}
-
-/// `[limits]`: each one optional; the defaults are [`Limits::default`]. Each key is a
-/// [`Setting`] in [`crate::limits::SETTINGS`], in that setting's unit; the command
-/// line's flags fill the same struct.
-#[derive(Debug, Clone, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct LimitsConfig {
-    /// Memory, in MiB.
-    pub memory_mib: Option<u64>,
-    /// JavaScript time between two tool answers, in ms.
-    pub cpu_step_ms: Option<u64>,
-    /// Total time, in ms.
-    pub wall_clock_ms: Option<u64>,
-    /// Console output kept, in bytes.
-    pub console_bytes: Option<u64>,
-    /// Largest returned value, in bytes.
-    pub result_bytes: Option<u64>,
-    /// Tool calls in flight at once.
-    pub tool_calls_in_flight: Option<u64>,
-    /// Tool data in flight, in bytes.
-    pub tool_bytes_in_flight: Option<u64>,
-    /// Tool calls in all.
-    pub tool_calls: Option<u64>,
-    /// CPU the host may spend on the program's built-in calls, in ms.
-    pub host_cpu_ms: Option<u64>,
-}
-
-impl LimitsConfig {
-    /// Each value that is set, with its setting.
-    fn values(&self) -> impl Iterator<Item = (&'static Setting, u64)> + '_ {
-        [
-            (Which::Memory, self.memory_mib),
-            (Which::CpuStep, self.cpu_step_ms),
-            (Which::WallClock, self.wall_clock_ms),
-            (Which::Console, self.console_bytes),
-            (Which::Result, self.result_bytes),
-            (Which::ToolCalls, self.tool_calls_in_flight),
-            (Which::ToolBytes, self.tool_bytes_in_flight),
-            (Which::ToolCallsTotal, self.tool_calls),
-            (Which::HostCpu, self.host_cpu_ms),
-        ]
-        .into_iter()
-        .filter_map(|(which, value)| value.map(|v| (Setting::of(which), v)))
-    }
-
-    /// `limits` with every value this holds put in place, each checked against its
-    /// range; the error names the value as it was written (`source`).
-    pub fn apply(&self, mut limits: Limits, source: LimitSource) -> Result<Limits, LimitError> {
-        for (setting, value) in self.values() {
-            setting.check(value, source)?;
-            setting.set(&mut limits, value);
-        }
-        Ok(limits)
-    }
 }
 
 /// One `[[plugin]]`.

@@ -17,12 +17,12 @@ use anyhow::Context;
 use clap::{Args, Parser, Subcommand};
 use codemode::examples::example_catalog;
 
-use codemode::config::{Config, ConfigError, LimitsConfig};
-use codemode::limits::{LimitError, LimitSource};
+use codemode::config::{Config, ConfigError};
+use codemode::limits::{LimitError, LimitOverrides, LimitSource};
 use codemode::plugins::mcp::McpPlugin;
 use codemode::plugins::process::ProcessPlugin;
 use codemode::plugins::{PluginHost, Severity};
-use codemode::{Catalog, Executor, LaunchMode, Limits, OutcomeKind, SandboxPolicy};
+use codemode::{Catalog, Executor, LaunchMode, OutcomeKind, SandboxPolicy};
 
 #[derive(Parser)]
 #[command(name = "codemode", version, about = "Runs agent-written JavaScript programs in sandboxed workers")]
@@ -293,34 +293,10 @@ struct RunArgs {
     /// The sandbox-worker binary (default: $CODEMODE_WORKER, or next to codemode).
     #[arg(long)]
     worker: Option<PathBuf>,
-    /// Memory limit in MiB.
-    #[arg(long, value_name = "MIB")]
-    memory_mib: Option<u64>,
-    /// JavaScript time between two tool answers, in milliseconds.
-    #[arg(long, value_name = "MS")]
-    cpu_step_ms: Option<u64>,
-    /// Total time, in milliseconds.
-    #[arg(long, value_name = "MS")]
-    wall_clock_ms: Option<u64>,
-    /// Console output kept, in bytes.
-    #[arg(long, value_name = "BYTES")]
-    console_bytes: Option<u64>,
-    /// Largest returned value, as JSON text, in bytes.
-    #[arg(long, value_name = "BYTES")]
-    result_bytes: Option<u64>,
-    /// Tool calls in flight at once.
-    #[arg(long, value_name = "N")]
-    tool_calls_in_flight: Option<u64>,
-    /// Tool data in flight (inputs and unread answers), in bytes.
-    #[arg(long, value_name = "BYTES")]
-    tool_bytes_in_flight: Option<u64>,
-    /// Tool calls in all.
-    #[arg(long, value_name = "N")]
-    tool_calls: Option<u64>,
-    /// CPU the host may spend on the program's built-in calls (tools.$search), in
-    /// milliseconds.
-    #[arg(long, value_name = "MS")]
-    host_cpu_ms: Option<u64>,
+    // The limits, over the configuration's `[limits]` (each flag is a row of
+    // `codemode::limits::SETTINGS`).
+    #[command(flatten)]
+    limits: LimitOverrides,
     /// Run even if some sandbox layers cannot be applied on this machine. Every outcome
     /// then names the missing layers. Never use this where programs are untrusted.
     #[arg(long)]
@@ -336,25 +312,6 @@ struct RunArgs {
     /// elicitation) with the server's defaults, without asking.
     #[arg(long)]
     accept_defaults: bool,
-}
-
-impl RunArgs {
-    /// The command line's limit overrides, applied over `limits`; a value out of range
-    /// is a usage mistake named as it was typed (`--memory-mib 0: must be between ...`).
-    fn limits(&self, limits: Limits) -> Result<Limits, LimitError> {
-        let overrides = LimitsConfig {
-            memory_mib: self.memory_mib,
-            cpu_step_ms: self.cpu_step_ms,
-            wall_clock_ms: self.wall_clock_ms,
-            console_bytes: self.console_bytes,
-            result_bytes: self.result_bytes,
-            tool_calls_in_flight: self.tool_calls_in_flight,
-            tool_bytes_in_flight: self.tool_bytes_in_flight,
-            tool_calls: self.tool_calls,
-            host_cpu_ms: self.host_cpu_ms,
-        };
-        overrides.apply(limits, LimitSource::CommandLine)
-    }
 }
 
 /// A mistake in how codemode was called (exit code 2), as opposed to a failure while
@@ -561,7 +518,7 @@ async fn run(args: RunArgs) -> anyhow::Result<i32> {
         return Err(UsageError(format!("the program ({source}) is empty: give a file (or - for standard input) holding the body of an async function or one expression")).into());
     }
     let (config, found) = load_config(args.config.as_deref(), Search::CurrentFolderToo, args.worker.as_deref())?;
-    let limits = args.limits(config.limits())?;
+    let limits = args.limits.apply(config.limits(), LimitSource::CommandLine)?;
     let sandbox =
         if args.insecure_allow_weaker_sandbox { SandboxPolicy::InsecureAllowWeaker } else { SandboxPolicy::Required };
     let worker = args.worker.clone().unwrap_or_else(codemode::default_worker_path);
