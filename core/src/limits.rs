@@ -16,9 +16,15 @@
 //! program at once with [`OutcomeKind::Stuck`].
 //!
 //! Each limit is a [`Setting`] in one table ([`SETTINGS`]): its name in the
-//! configuration file and on the command line, its unit there, and its range. The
-//! library's [`Limits::validate`], the configuration and the command line all check
-//! against that table, and each says what was wrong in the units its user wrote.
+//! configuration file and on the command line, its unit there, its default, its range
+//! and its help. The table is declared once (`limit_table!`), and from it come the
+//! defaults, [`LimitOverrides`] (both the `[limits]` table of `crate::config` and the
+//! flags `codemode run` flattens into its arguments) and [`Limits::validate`]; each
+//! check says what was wrong in the units its user wrote. Adding a limit is a field of
+//! [`Limits`] and a row of the table (and the code that enforces it).
+//!
+//! Where it sits: the command line and the configuration file fill [`LimitOverrides`];
+//! `crate::app` turns them into the [`Limits`] every program of the executor runs under.
 //!
 //! [`OutcomeKind::MemoryLimit`]: crate::OutcomeKind::MemoryLimit
 //! [`OutcomeKind::CpuLimit`]: crate::OutcomeKind::CpuLimit
@@ -36,6 +42,8 @@ use serde::{Deserialize, Serialize};
 pub const MIB: u64 = 1024 * 1024;
 
 /// The limits of one program. Build with [`Limits::default`] and the `with_*` setters.
+/// Each field is one row of [`SETTINGS`] (declared in `limit_table!` below), which
+/// also holds its default.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Limits {
     /// JavaScript heap, in bytes.
@@ -72,22 +80,6 @@ fn default_host_cpu() -> Duration {
     Limits::default().host_cpu
 }
 
-impl Default for Limits {
-    fn default() -> Self {
-        Self {
-            memory_bytes: 256 * MIB,
-            cpu_step: Duration::from_secs(10),
-            wall_clock: Duration::from_secs(15 * 60),
-            console_bytes: 64 * 1024,
-            result_bytes: 4 * MIB,
-            tool_calls_in_flight: 4096,
-            tool_bytes_in_flight: 32 * MIB,
-            tool_calls: 10_000,
-            host_cpu: Duration::from_secs(10),
-        }
-    }
-}
-
 /// How a setting's value is written where people write it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Unit {
@@ -101,27 +93,16 @@ pub enum Unit {
     Count,
 }
 
-/// Which limit a [`Setting`] is.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Which {
-    /// [`Limits::memory_bytes`].
-    Memory,
-    /// [`Limits::cpu_step`].
-    CpuStep,
-    /// [`Limits::wall_clock`].
-    WallClock,
-    /// [`Limits::console_bytes`].
-    Console,
-    /// [`Limits::result_bytes`].
-    Result,
-    /// [`Limits::tool_calls_in_flight`].
-    ToolCalls,
-    /// [`Limits::tool_bytes_in_flight`].
-    ToolBytes,
-    /// [`Limits::tool_calls`].
-    ToolCallsTotal,
-    /// [`Limits::host_cpu`].
-    HostCpu,
+impl Unit {
+    /// The placeholder of a flag's value in `--help` (`--memory-mib <MIB>`).
+    pub const fn value_name(self) -> &'static str {
+        match self {
+            Unit::Mib => "MIB",
+            Unit::Millis => "MS",
+            Unit::Bytes => "BYTES",
+            Unit::Count => "N",
+        }
+    }
 }
 
 /// One configurable limit.
@@ -129,121 +110,267 @@ pub enum Which {
 pub struct Setting {
     /// Which field of [`Limits`].
     pub which: Which,
+    /// The field's name in [`Limits`] (what [`Limits::validate`] names).
+    pub field: &'static str,
     /// The key in the configuration file's `[limits]` table.
     pub key: &'static str,
     /// The command-line flag.
     pub flag: &'static str,
     /// The unit of `key` and `flag`.
     pub unit: Unit,
+    /// The default, in `unit`.
+    pub default: u64,
     /// Smallest accepted value, in `unit`.
     pub min: u64,
     /// Largest accepted value, in `unit`.
     pub max: u64,
 }
 
-/// Every limit people can set, with its names and range.
-pub const SETTINGS: [Setting; 9] = [
-    Setting { which: Which::Memory, key: "memory_mib", flag: "--memory-mib", unit: Unit::Mib, min: 16, max: 64 * 1024 },
-    Setting {
-        which: Which::CpuStep,
-        key: "cpu_step_ms",
+/// A field of [`Limits`] as people write it: its value in a [`Unit`], and in the
+/// library's own unit (bytes, milliseconds, a count) for [`Limits::validate`].
+trait InUnit: Copy {
+    /// The value written in `unit`.
+    fn to_unit(self, unit: Unit) -> u64;
+    /// The field's value from one written in `unit` (unchecked; saturating).
+    fn from_unit(value: u64, unit: Unit) -> Self;
+    /// The value in the library's unit.
+    fn base(self) -> u64;
+}
+
+impl InUnit for u64 {
+    fn to_unit(self, unit: Unit) -> u64 {
+        if unit == Unit::Mib {
+            self / MIB
+        } else {
+            self
+        }
+    }
+    fn from_unit(value: u64, unit: Unit) -> Self {
+        if unit == Unit::Mib {
+            value.saturating_mul(MIB)
+        } else {
+            value
+        }
+    }
+    fn base(self) -> u64 {
+        self
+    }
+}
+
+impl InUnit for usize {
+    fn to_unit(self, _: Unit) -> u64 {
+        self as u64
+    }
+    fn from_unit(value: u64, _: Unit) -> Self {
+        usize::try_from(value).unwrap_or(usize::MAX)
+    }
+    fn base(self) -> u64 {
+        self as u64
+    }
+}
+
+impl InUnit for Duration {
+    fn to_unit(self, _: Unit) -> u64 {
+        millis_of(self)
+    }
+    fn from_unit(value: u64, _: Unit) -> Self {
+        Duration::from_millis(value)
+    }
+    fn base(self) -> u64 {
+        millis_of(self)
+    }
+}
+
+/// Declares every limit people can set, once: from one row per limit it makes
+/// [`Which`], [`SETTINGS`], [`Limits::default`], the field access of [`Setting`],
+/// and [`LimitOverrides`] (the `[limits]` table and the command line's flags, whose
+/// help is the row's doc comment).
+macro_rules! limit_table {
+    ($(
+        $(#[doc = $help:literal])*
+        $which:ident {
+            field: $field:ident,
+            key: $key:ident,
+            flag: $flag:literal,
+            unit: $unit:ident,
+            default: $default:expr,
+            range: $min:expr, $max:expr $(,)?
+        }
+    )*) => {
+        /// Which limit a [`Setting`] is: one per field of [`Limits`].
+        #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+        pub enum Which {
+            $(
+                #[doc = concat!("[`Limits::", stringify!($field), "`].")]
+                $which,
+            )*
+        }
+
+        /// Every limit people can set, with its names, unit, default and range.
+        pub const SETTINGS: [Setting; [$(stringify!($which)),*].len()] = [$(
+            Setting {
+                which: Which::$which,
+                field: stringify!($field),
+                key: stringify!($key),
+                flag: $flag,
+                unit: Unit::$unit,
+                default: $default,
+                min: $min,
+                max: $max,
+            },
+        )*];
+
+        impl Default for Limits {
+            fn default() -> Self {
+                Self { $($field: InUnit::from_unit($default, Unit::$unit),)* }
+            }
+        }
+
+        impl Setting {
+            /// The field's value in this setting's unit.
+            pub fn get(&self, limits: &Limits) -> u64 {
+                match self.which {
+                    $(Which::$which => limits.$field.to_unit(self.unit),)*
+                }
+            }
+
+            /// `limits` with this field set from `value` in this setting's unit (unchecked).
+            pub fn set(&self, limits: &mut Limits, value: u64) {
+                match self.which {
+                    $(Which::$which => limits.$field = InUnit::from_unit(value, self.unit),)*
+                }
+            }
+
+            /// The field's value in the library's unit (bytes, milliseconds, a count).
+            fn base(&self, limits: &Limits) -> u64 {
+                match self.which {
+                    $(Which::$which => limits.$field.base(),)*
+                }
+            }
+        }
+
+        /// The limits a person set, each optional, in its [`Setting`]'s unit: the
+        /// configuration file's `[limits]` table, and the same values as `codemode run`'s
+        /// flags (flattened into its arguments). A flag overrides the file, which
+        /// overrides the default: [`LimitOverrides::apply`] over the file's limits.
+        /// (Flags only with this crate's `clap` feature: the core knows no command line
+        /// unless its front end asks.)
+        #[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+        #[cfg_attr(feature = "clap", derive(clap::Args))]
+        #[serde(deny_unknown_fields)]
+        pub struct LimitOverrides {
+            $(
+                $(#[doc = $help])*
+                #[cfg_attr(feature = "clap", arg(long, value_name = Unit::$unit.value_name()))]
+                pub $key: Option<u64>,
+            )*
+        }
+
+        impl LimitOverrides {
+            /// Each value that is set, with its setting.
+            fn values(&self) -> impl Iterator<Item = (&'static Setting, u64)> + '_ {
+                [$((Which::$which, self.$key)),*]
+                    .into_iter()
+                    .filter_map(|(which, value)| value.map(|v| (Setting::of(which), v)))
+            }
+        }
+    };
+}
+
+limit_table! {
+    /// Memory limit in MiB.
+    Memory { field: memory_bytes, key: memory_mib, flag: "--memory-mib", unit: Mib, default: 256, range: 16, 64 * 1024 }
+    /// JavaScript time between two tool answers, in milliseconds.
+    CpuStep {
+        field: cpu_step,
+        key: cpu_step_ms,
         flag: "--cpu-step-ms",
-        unit: Unit::Millis,
-        min: 10,
-        max: 24 * 3600 * 1000,
-    },
-    Setting {
-        which: Which::WallClock,
-        key: "wall_clock_ms",
+        unit: Millis,
+        default: 10_000,
+        range: 10, 24 * 3600 * 1000,
+    }
+    /// Total time, in milliseconds.
+    WallClock {
+        field: wall_clock,
+        key: wall_clock_ms,
         flag: "--wall-clock-ms",
-        unit: Unit::Millis,
-        min: 10,
-        max: 7 * 24 * 3600 * 1000,
-    },
-    Setting {
-        which: Which::Console,
-        key: "console_bytes",
+        unit: Millis,
+        default: 15 * 60 * 1000,
+        range: 10, 7 * 24 * 3600 * 1000,
+    }
+    /// Console output kept, in bytes.
+    Console {
+        field: console_bytes,
+        key: console_bytes,
         flag: "--console-bytes",
-        unit: Unit::Bytes,
-        min: 0,
-        max: 16 * MIB,
-    },
-    Setting {
-        which: Which::Result,
-        key: "result_bytes",
+        unit: Bytes,
+        default: 64 * 1024,
+        range: 0, 16 * MIB,
+    }
+    /// Largest returned value, as JSON text, in bytes.
+    Result {
+        field: result_bytes,
+        key: result_bytes,
         flag: "--result-bytes",
-        unit: Unit::Bytes,
-        min: 16,
-        max: 48 * MIB,
-    },
-    Setting {
-        which: Which::ToolCalls,
-        key: "tool_calls_in_flight",
+        unit: Bytes,
+        default: 4 * MIB,
+        range: 16, 48 * MIB,
+    }
+    /// Tool calls in flight at once.
+    ToolCalls {
+        field: tool_calls_in_flight,
+        key: tool_calls_in_flight,
         flag: "--tool-calls-in-flight",
-        unit: Unit::Count,
-        min: 1,
-        max: 1 << 20,
-    },
-    Setting {
-        which: Which::ToolBytes,
-        key: "tool_bytes_in_flight",
+        unit: Count,
+        default: 4096,
+        range: 1, 1 << 20,
+    }
+    /// Tool data in flight (inputs and unread answers), in bytes.
+    ToolBytes {
+        field: tool_bytes_in_flight,
+        key: tool_bytes_in_flight,
         flag: "--tool-bytes-in-flight",
-        unit: Unit::Bytes,
-        min: MIB,
-        max: 48 * MIB,
-    },
-    Setting {
-        which: Which::ToolCallsTotal,
-        key: "tool_calls",
+        unit: Bytes,
+        default: 32 * MIB,
+        range: MIB, 48 * MIB,
+    }
+    /// Tool calls in all.
+    ToolCallsTotal {
+        field: tool_calls,
+        key: tool_calls,
         flag: "--tool-calls",
-        unit: Unit::Count,
-        min: 1,
-        max: 10_000_000,
-    },
-    Setting {
-        which: Which::HostCpu,
-        key: "host_cpu_ms",
+        unit: Count,
+        default: 10_000,
+        range: 1, 10_000_000,
+    }
+    /// CPU the host may spend on the program's built-in calls (tools.$search), in
+    /// milliseconds.
+    HostCpu {
+        field: host_cpu,
+        key: host_cpu_ms,
         flag: "--host-cpu-ms",
-        unit: Unit::Millis,
-        min: 10,
-        max: 7 * 24 * 3600 * 1000,
-    },
-];
+        unit: Millis,
+        default: 10_000,
+        range: 10, 7 * 24 * 3600 * 1000,
+    }
+}
+
+impl LimitOverrides {
+    /// `limits` with every value this holds put in place, each checked against its
+    /// range; the error names the value as it was written (`source`).
+    pub fn apply(&self, mut limits: Limits, source: LimitSource) -> Result<Limits, LimitError> {
+        for (setting, value) in self.values() {
+            setting.check(value, source)?;
+            setting.set(&mut limits, value);
+        }
+        Ok(limits)
+    }
+}
 
 impl Setting {
     /// The setting for one field.
     pub fn of(which: Which) -> &'static Setting {
         SETTINGS.iter().find(|s| s.which == which).unwrap_or(&SETTINGS[0])
-    }
-
-    /// The field's value in this setting's unit.
-    pub fn get(&self, limits: &Limits) -> u64 {
-        match self.which {
-            Which::Memory => limits.memory_bytes / MIB,
-            Which::CpuStep => millis_of(limits.cpu_step),
-            Which::WallClock => millis_of(limits.wall_clock),
-            Which::Console => limits.console_bytes,
-            Which::Result => limits.result_bytes,
-            Which::ToolCalls => limits.tool_calls_in_flight as u64,
-            Which::ToolBytes => limits.tool_bytes_in_flight,
-            Which::ToolCallsTotal => limits.tool_calls,
-            Which::HostCpu => millis_of(limits.host_cpu),
-        }
-    }
-
-    /// `limits` with this field set from `value` in this setting's unit (unchecked).
-    pub fn set(&self, limits: &mut Limits, value: u64) {
-        match self.which {
-            Which::Memory => limits.memory_bytes = value.saturating_mul(MIB),
-            Which::CpuStep => limits.cpu_step = Duration::from_millis(value),
-            Which::WallClock => limits.wall_clock = Duration::from_millis(value),
-            Which::Console => limits.console_bytes = value,
-            Which::Result => limits.result_bytes = value,
-            Which::ToolCalls => limits.tool_calls_in_flight = usize::try_from(value).unwrap_or(usize::MAX),
-            Which::ToolBytes => limits.tool_bytes_in_flight = value,
-            Which::ToolCallsTotal => limits.tool_calls = value,
-            Which::HostCpu => limits.host_cpu = Duration::from_millis(value),
-        }
     }
 
     /// Checks a value written in this setting's unit; the error names it as `written`
@@ -317,13 +444,7 @@ impl Limits {
     pub fn validate(&self) -> Result<(), LimitError> {
         for setting in &SETTINGS {
             let scale = if setting.unit == Unit::Mib { MIB } else { 1 };
-            let (field, value) = match setting.which {
-                Which::Memory => ("memory_bytes", self.memory_bytes),
-                Which::CpuStep => ("cpu_step", millis_of(self.cpu_step)),
-                Which::WallClock => ("wall_clock", millis_of(self.wall_clock)),
-                Which::HostCpu => ("host_cpu", millis_of(self.host_cpu)),
-                _ => (setting.key, setting.get(self)),
-            };
+            let (field, value) = (setting.field, setting.base(self));
             let (min, max) = (setting.min.saturating_mul(scale), setting.max.saturating_mul(scale));
             if (min..=max).contains(&value) {
                 continue;
@@ -447,6 +568,34 @@ mod tests {
             setting.set(&mut limits, setting.max + 1);
             assert!(limits.validate().is_err(), "{} above its maximum passed", setting.key);
         }
+    }
+
+    #[test]
+    #[cfg(feature = "clap")]
+    fn flags_and_keys_come_from_the_table_and_flags_override_the_file() {
+        use clap::{Args, FromArgMatches};
+        let command = LimitOverrides::augment_args(clap::Command::new("run"));
+        let flags: Vec<String> =
+            command.get_arguments().filter_map(|a| a.get_long()).map(|l| format!("--{l}")).collect();
+        assert_eq!(flags, SETTINGS.iter().map(|s| s.flag).collect::<Vec<_>>());
+        let keys: String = SETTINGS.iter().map(|s| format!("{} = {}\n", s.key, s.default)).collect();
+        let file: LimitOverrides = toml::from_str(&keys).unwrap();
+        assert_eq!(file.apply(Limits::default(), LimitSource::ConfigFile), Ok(Limits::default()));
+
+        let file: LimitOverrides = toml::from_str("memory_mib = 64\ncpu_step_ms = 500\n").unwrap();
+        let matches = command.try_get_matches_from(["run", "--memory-mib", "32", "--host-cpu-ms", "20"]).unwrap();
+        let flags = LimitOverrides::from_arg_matches(&matches).unwrap();
+        let limits =
+            flags.apply(file.apply(Limits::default(), LimitSource::ConfigFile).unwrap(), LimitSource::CommandLine);
+        let expected = Limits {
+            memory_bytes: 32 * MIB,
+            cpu_step: Duration::from_millis(500),
+            host_cpu: Duration::from_millis(20),
+            ..Limits::default()
+        };
+        assert_eq!(limits, Ok(expected));
+        let e = toml::from_str::<LimitOverrides>("memory = 3\n").unwrap_err().to_string();
+        assert!(e.contains("unknown field `memory`"), "{e}");
     }
 
     #[test]

@@ -1,6 +1,12 @@
 //! The configuration file (TOML) that `codemode run`, `codemode tools` and the MCP
 //! server read: the limits and the plugins.
 //!
+//! Where it sits: the command line finds the file (`crate::config_discovery`),
+//! [`Config::load`] reads and checks it, and `crate::app` builds the plugins and the
+//! executor from it. Each `[[plugin]]` is read as written (every setting optional),
+//! then typed by its `kind` into a [`PluginConfig`] whose [`RuntimeConfig`] has one
+//! variant per runtime; a setting the kind does not take is an error naming it.
+//!
 //! ```toml
 //! [server]                 # the MCP server
 //! mode = "code"            # or "tools": each plugin tool as an MCP tool of its own
@@ -41,7 +47,7 @@ use serde::Deserialize;
 use plugin_format::{Format, Layout};
 use protocol::manifest::HostEntry;
 
-use crate::limits::{LimitError, LimitSource, Limits, Setting, Which};
+use crate::limits::{LimitError, LimitOverrides, LimitSource, Limits};
 use crate::oauth::OAuthSettings;
 use crate::plugins::javascript::{JavascriptPlugin, DEFAULT_CPU_STEP_MS, DEFAULT_MEMORY_MIB};
 use crate::plugins::mcp::http::header_name_problem;
@@ -49,29 +55,38 @@ use crate::plugins::mcp::{HttpServer, McpConfig, McpTransport};
 use crate::plugins::process::ProcessConfig;
 use crate::plugins::settings::SettingValue;
 
-/// The whole file.
-#[derive(Debug, Clone, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
+/// The whole file, checked ([`Config::load`]).
+#[derive(Debug, Clone, Default)]
 pub struct Config {
-    /// Limit overrides.
-    #[serde(default)]
-    pub limits: LimitsConfig,
-    /// The plugins.
-    #[serde(default, rename = "plugin")]
+    /// `[limits]`: each one optional, in its setting's unit (`crate::limits::SETTINGS`).
+    pub limits: LimitOverrides,
+    /// The plugins (`[[plugin]]`), each with its runtime's settings.
     pub plugins: Vec<PluginConfig>,
     /// Offer the bundled in-process example tools (weather.forecast, math.add).
-    #[serde(default)]
     pub example_tools: bool,
     /// How the MCP server presents the tools.
-    #[serde(default)]
     pub server: ServerConfig,
     /// The scopes this codemode offers tools of (seed 000's `scope`, for example
     /// `"plugins-workspace"`); a tool with another scope is not offered.
-    #[serde(default)]
     pub scopes: Vec<String>,
     /// The folder relative paths are resolved against (the file's own).
-    #[serde(skip)]
     pub base_dir: PathBuf,
+}
+
+/// The file as written: [`Config`] before its plugin entries are checked and typed.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ConfigFile {
+    #[serde(default)]
+    limits: LimitOverrides,
+    #[serde(default)]
+    plugin: Vec<PluginEntry>,
+    #[serde(default)]
+    example_tools: bool,
+    #[serde(default)]
+    server: ServerConfig,
+    #[serde(default)]
+    scopes: Vec<String>,
 }
 
 /// `[server]`: the MCP server (`codemode mcp`, `codemode serve`).
@@ -272,129 +287,278 @@ pub enum ToolNames {
     Prefixed,
 }
 
-/// `[limits]`: each one optional; the defaults are [`Limits::default`]. Each key is a
-/// [`Setting`] in [`crate::limits::SETTINGS`], in that setting's unit; the command
-/// line's flags fill the same struct.
-#[derive(Debug, Clone, Default, Deserialize)]
+/// One `[[plugin]]` as written: every setting of every kind, each optional, checked
+/// and typed into a [`PluginConfig`] by [`PluginEntry::into_config`].
+#[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct LimitsConfig {
-    /// Memory, in MiB.
-    pub memory_mib: Option<u64>,
-    /// JavaScript time between two tool answers, in ms.
-    pub cpu_step_ms: Option<u64>,
-    /// Total time, in ms.
-    pub wall_clock_ms: Option<u64>,
-    /// Console output kept, in bytes.
-    pub console_bytes: Option<u64>,
-    /// Largest returned value, in bytes.
-    pub result_bytes: Option<u64>,
-    /// Tool calls in flight at once.
-    pub tool_calls_in_flight: Option<u64>,
-    /// Tool data in flight, in bytes.
-    pub tool_bytes_in_flight: Option<u64>,
-    /// Tool calls in all.
-    pub tool_calls: Option<u64>,
-    /// CPU the host may spend on the program's built-in calls, in ms.
-    pub host_cpu_ms: Option<u64>,
-}
-
-impl LimitsConfig {
-    /// Each value that is set, with its setting.
-    fn values(&self) -> impl Iterator<Item = (&'static Setting, u64)> + '_ {
-        [
-            (Which::Memory, self.memory_mib),
-            (Which::CpuStep, self.cpu_step_ms),
-            (Which::WallClock, self.wall_clock_ms),
-            (Which::Console, self.console_bytes),
-            (Which::Result, self.result_bytes),
-            (Which::ToolCalls, self.tool_calls_in_flight),
-            (Which::ToolBytes, self.tool_bytes_in_flight),
-            (Which::ToolCallsTotal, self.tool_calls),
-            (Which::HostCpu, self.host_cpu_ms),
-        ]
-        .into_iter()
-        .filter_map(|(which, value)| value.map(|v| (Setting::of(which), v)))
-    }
-
-    /// `limits` with every value this holds put in place, each checked against its
-    /// range; the error names the value as it was written (`source`).
-    pub fn apply(&self, mut limits: Limits, source: LimitSource) -> Result<Limits, LimitError> {
-        for (setting, value) in self.values() {
-            setting.check(value, source)?;
-            setting.set(&mut limits, value);
-        }
-        Ok(limits)
-    }
-}
-
-/// One `[[plugin]]`.
-#[derive(Debug, Clone, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct PluginConfig {
+struct PluginEntry {
     /// `tools.<name>`.
-    pub name: String,
+    name: String,
     /// The runtime.
-    pub kind: PluginKind,
+    kind: PluginKind,
     /// The executable (process plugins, MCP servers over stdio).
-    pub command: Option<String>,
+    command: Option<String>,
     /// The URL of an MCP server over streamable HTTP.
-    pub url: Option<String>,
+    url: Option<String>,
     /// A JavaScript plugin's folder, or its one module file.
-    pub path: Option<String>,
+    path: Option<String>,
     /// A JavaScript plugin's format, when its files should not decide it (`manifest`,
     /// `zhin`, `plico`, `globals`, `podcode`).
-    pub format: Option<String>,
+    format: Option<String>,
     /// A JavaScript plugin's settings (each written here, or `{ env = "VAR" }`).
     #[serde(default)]
-    pub settings: std::collections::BTreeMap<String, SettingValue>,
+    settings: std::collections::BTreeMap<String, SettingValue>,
     /// The hosts a JavaScript plugin whose format has no allowlist of its own may reach.
     #[serde(default)]
-    pub net_hosts: Vec<String>,
+    net_hosts: Vec<String>,
     /// A JavaScript plugin's heap limit, in MiB (default 128).
-    pub memory_mib: Option<u64>,
+    memory_mib: Option<u64>,
     /// A JavaScript plugin's longest run of JavaScript between two host messages, in ms
     /// (default 10 s).
-    pub cpu_step_ms: Option<u64>,
+    cpu_step_ms: Option<u64>,
     /// Its arguments.
     #[serde(default)]
-    pub args: Vec<String>,
+    args: Vec<String>,
     /// Environment variables for it (each written here, or `{ env = "VAR" }`).
     #[serde(default)]
-    pub env: std::collections::BTreeMap<String, SettingValue>,
+    env: std::collections::BTreeMap<String, SettingValue>,
     /// Per-call time limit, in ms (default 30 s).
-    pub timeout_ms: Option<u64>,
+    timeout_ms: Option<u64>,
     /// Headers sent with every request to an MCP server at a `url` (each written here,
     /// or `{ env = "VAR" }`).
     #[serde(default)]
-    pub headers: std::collections::BTreeMap<String, SettingValue>,
+    headers: std::collections::BTreeMap<String, SettingValue>,
     /// A bearer token for an MCP server at a `url` (usually `{ env = "VAR" }`).
-    pub bearer_token: Option<SettingValue>,
+    bearer_token: Option<SettingValue>,
     /// How codemode identifies itself when an MCP server at a `url` asks for OAuth
     /// (`codemode auth login`).
-    pub oauth: Option<OAuthSettings>,
+    oauth: Option<OAuthSettings>,
     /// Which revision of MCP to speak to an MCP server: `"auto"` (the default: ask with
     /// `server/discover` and use 2026-07-28 where the server offers it, else the
     /// `initialize` handshake), `"2026-07-28"` or `"2025-11-25"`.
-    pub protocol: Option<crate::plugins::mcp::McpProtocol>,
+    protocol: Option<crate::plugins::mcp::McpProtocol>,
     /// Off: the plugin is configured but not started.
     #[serde(default = "yes")]
-    pub enabled: bool,
+    enabled: bool,
     /// Markdown files with the plugin's rules for agents (relative to this file).
     #[serde(default)]
-    pub rules: Vec<String>,
+    rules: Vec<String>,
     /// Off: the plugin's rules are not given to agents (its tools still are).
     #[serde(default = "yes")]
-    pub rules_enabled: bool,
+    rules_enabled: bool,
     /// Tools whose every call a person must approve first (`"*"`: all of the plugin's).
     #[serde(default)]
+    require_approval: Vec<String>,
+    /// One line saying what the plugin is for, shown beside its tool names when the
+    /// catalog is too large to declare in full (`[server] catalog_budget`).
+    summary: Option<String>,
+}
+
+/// One `[[plugin]]`, checked: what every kind takes, and its runtime's own settings.
+#[derive(Debug, Clone)]
+pub struct PluginConfig {
+    /// `tools.<name>`.
+    pub name: String,
+    /// The runtime that serves it, with the settings only that runtime takes.
+    pub runtime: RuntimeConfig,
+    /// Per-call time limit, in ms (default 30 s).
+    pub timeout_ms: Option<u64>,
+    /// Off: the plugin is configured but not started.
+    pub enabled: bool,
+    /// Markdown files with the plugin's rules for agents (relative to the file).
+    pub rules: Vec<String>,
+    /// Off: the plugin's rules are not given to agents (its tools still are).
+    pub rules_enabled: bool,
+    /// Tools whose every call a person must approve first (`"*"`: all of the plugin's).
     pub require_approval: Vec<String>,
     /// One line saying what the plugin is for, shown beside its tool names when the
     /// catalog is too large to declare in full (`[server] catalog_budget`).
     pub summary: Option<String>,
-    /// A JavaScript plugin's layout, read when the file is loaded; `Err` says why its
-    /// files cannot be used (the plugin is then unavailable, the others load).
-    #[serde(skip)]
+}
+
+/// A plugin's runtime and its settings: one variant per [`PluginKind`] (the entry's
+/// `kind`), so a new kind of runtime is a new variant.
+#[derive(Debug, Clone)]
+pub enum RuntimeConfig {
+    /// An executable speaking JSON-RPC over stdio.
+    Process(CommandConfig),
+    /// An MCP server.
+    Mcp(McpServerConfig),
+    /// A JavaScript plugin, run in the worker's plugin runtime.
+    Javascript(JavascriptConfig),
+}
+
+/// A program to start: a process plugin, or an MCP server over stdio.
+#[derive(Debug, Clone)]
+pub struct CommandConfig {
+    /// The executable (a relative path is relative to the file; a bare name is looked
+    /// up in PATH).
+    pub command: String,
+    /// Its arguments.
+    pub args: Vec<String>,
+    /// Environment variables for it (each written here, or `{ env = "VAR" }`).
+    pub env: std::collections::BTreeMap<String, SettingValue>,
+}
+
+/// An MCP server: where it is, and which revision of MCP to speak to it.
+#[derive(Debug, Clone)]
+pub struct McpServerConfig {
+    /// Started as a command, or reached at a URL.
+    pub endpoint: McpEndpoint,
+    /// `"auto"` (the default: ask with `server/discover` and use 2026-07-28 where the
+    /// server offers it, else the `initialize` handshake), `"2026-07-28"` or
+    /// `"2025-11-25"`.
+    pub protocol: Option<crate::plugins::mcp::McpProtocol>,
+}
+
+/// Where an MCP server is.
+#[derive(Debug, Clone)]
+pub enum McpEndpoint {
+    /// Started with `command`, spoken to over stdio.
+    Command(CommandConfig),
+    /// At a `url`, over streamable HTTP.
+    Url(UrlServerConfig),
+}
+
+/// An MCP server at a `url`.
+#[derive(Debug, Clone)]
+pub struct UrlServerConfig {
+    /// Its URL (http or https).
+    pub url: String,
+    /// Headers sent with every request (each written here, or `{ env = "VAR" }`).
+    pub headers: std::collections::BTreeMap<String, SettingValue>,
+    /// A bearer token (usually `{ env = "VAR" }`).
+    pub bearer_token: Option<SettingValue>,
+    /// How codemode identifies itself when the server asks for OAuth (`codemode auth
+    /// login`).
+    pub oauth: Option<OAuthSettings>,
+}
+
+/// A JavaScript plugin.
+#[derive(Debug, Clone)]
+pub struct JavascriptConfig {
+    /// Its folder, or its one module file (relative to the file).
+    pub path: String,
+    /// Its format, when its files should not decide it (`manifest`, `zhin`, `plico`,
+    /// `globals`, `podcode`).
+    pub format: Option<String>,
+    /// Its settings (each written here, or `{ env = "VAR" }`).
+    pub settings: std::collections::BTreeMap<String, SettingValue>,
+    /// The hosts it may reach when its format has no allowlist of its own.
+    pub net_hosts: Vec<String>,
+    /// Its heap limit, in MiB (default 128).
+    pub memory_mib: Option<u64>,
+    /// Its longest run of JavaScript between two host messages, in ms (default 10 s).
+    pub cpu_step_ms: Option<u64>,
+    /// Its layout, read when the file is loaded (enabled plugins only); `Err` says why
+    /// its files cannot be used (the plugin is then unavailable, the others load).
     pub layout: Option<Result<Layout, String>>,
+}
+
+impl PluginConfig {
+    /// The entry's `kind`.
+    pub fn kind(&self) -> PluginKind {
+        match self.runtime {
+            RuntimeConfig::Process(_) => PluginKind::Process,
+            RuntimeConfig::Mcp(_) => PluginKind::Mcp,
+            RuntimeConfig::Javascript(_) => PluginKind::Javascript,
+        }
+    }
+
+    /// A JavaScript plugin's layout, once read.
+    pub fn layout(&self) -> Option<&Result<Layout, String>> {
+        match &self.runtime {
+            RuntimeConfig::Javascript(js) => js.layout.as_ref(),
+            _ => None,
+        }
+    }
+
+    /// The per-call time limit.
+    fn call_timeout(&self) -> Duration {
+        Duration::from_millis(self.timeout_ms.unwrap_or(30_000))
+    }
+}
+
+impl PluginEntry {
+    /// The entry typed by its `kind`, or what is wrong with it: settings its kind does
+    /// not take, or an entry incomplete for its kind.
+    fn into_config(self) -> Result<PluginConfig, String> {
+        let misplaced = misplaced_settings(&self);
+        if !misplaced.is_empty() {
+            return Err(format!(
+                "{} {} not apply to a {} plugin; remove {} or change `kind`",
+                misplaced.iter().map(|k| format!("`{k}`")).collect::<Vec<_>>().join(", "),
+                if misplaced.len() == 1 { "does" } else { "do" },
+                self.kind.as_str(),
+                if misplaced.len() == 1 { "it" } else { "them" },
+            ));
+        }
+        let runtime = match self.kind {
+            PluginKind::Process => {
+                let Some(command) = self.command else {
+                    return Err("a process plugin needs `command`".into());
+                };
+                RuntimeConfig::Process(CommandConfig { command, args: self.args, env: self.env })
+            }
+            PluginKind::Mcp => {
+                let endpoint = match (self.command, self.url) {
+                    (Some(_), Some(_)) | (None, None) => {
+                        return Err("an MCP server needs either `command` (stdio) or `url` (streamable HTTP)".into())
+                    }
+                    (None, Some(_)) if !self.args.is_empty() => {
+                        return Err(
+                            "`args` applies to an MCP server started with `command`, not to one at a `url`".into()
+                        )
+                    }
+                    (None, Some(url)) => {
+                        let server = UrlServerConfig {
+                            url,
+                            headers: self.headers,
+                            bearer_token: self.bearer_token,
+                            oauth: self.oauth,
+                        };
+                        if let Some(why) = url_server_problem(&server) {
+                            return Err(why);
+                        }
+                        McpEndpoint::Url(server)
+                    }
+                    (Some(_), None)
+                        if !self.headers.is_empty() || self.bearer_token.is_some() || self.oauth.is_some() =>
+                    {
+                        return Err("`headers`, `bearer_token` and `oauth` apply to an MCP server at a `url`, not to one started with `command` (give it `env` instead)".into())
+                    }
+                    (Some(command), None) => {
+                        McpEndpoint::Command(CommandConfig { command, args: self.args, env: self.env })
+                    }
+                };
+                RuntimeConfig::Mcp(McpServerConfig { endpoint, protocol: self.protocol })
+            }
+            PluginKind::Javascript => {
+                let Some(path) = self.path else {
+                    return Err("a JavaScript plugin needs `path`, its folder (or its one module file)".into());
+                };
+                RuntimeConfig::Javascript(JavascriptConfig {
+                    path,
+                    format: self.format,
+                    settings: self.settings,
+                    net_hosts: self.net_hosts,
+                    memory_mib: self.memory_mib,
+                    cpu_step_ms: self.cpu_step_ms,
+                    layout: None,
+                })
+            }
+        };
+        Ok(PluginConfig {
+            name: self.name,
+            runtime,
+            timeout_ms: self.timeout_ms,
+            enabled: self.enabled,
+            rules: self.rules,
+            rules_enabled: self.rules_enabled,
+            require_approval: self.require_approval,
+            summary: self.summary,
+        })
+    }
 }
 
 fn yes() -> bool {
@@ -491,7 +655,7 @@ const KIND_SETTINGS: &[(&str, &[PluginKind])] = &[
 ];
 
 /// The settings `plugin` has that its kind does not take.
-fn misplaced_settings(plugin: &PluginConfig) -> Vec<&'static str> {
+fn misplaced_settings(plugin: &PluginEntry) -> Vec<&'static str> {
     let present = |key: &str| match key {
         "command" => plugin.command.is_some(),
         "args" => !plugin.args.is_empty(),
@@ -518,23 +682,23 @@ fn misplaced_settings(plugin: &PluginConfig) -> Vec<&'static str> {
 
 /// What is wrong with an MCP server entry at a `url`: its URL, its header names, or
 /// credentials given twice (a token and OAuth settings).
-fn url_plugin_problem(plugin: &PluginConfig) -> Option<String> {
-    let url = plugin.url.as_deref().unwrap_or_default();
+fn url_server_problem(server: &UrlServerConfig) -> Option<String> {
+    let url = server.url.as_str();
     match url::Url::parse(url) {
         Ok(u) if matches!(u.scheme(), "http" | "https") => {}
         _ => return Some(format!("`url` must be an http:// or https:// URL, not {url:?}")),
     }
-    if let Some(why) = plugin.headers.keys().find_map(|name| header_name_problem(name)) {
+    if let Some(why) = server.headers.keys().find_map(|name| header_name_problem(name)) {
         return Some(why);
     }
-    let authorization_header = plugin.headers.keys().any(|k| k.eq_ignore_ascii_case("authorization"));
-    if authorization_header && plugin.bearer_token.is_some() {
+    let authorization_header = server.headers.keys().any(|k| k.eq_ignore_ascii_case("authorization"));
+    if authorization_header && server.bearer_token.is_some() {
         return Some("give the token once: `bearer_token`, or an `Authorization` header, not both".into());
     }
-    if (authorization_header || plugin.bearer_token.is_some()) && plugin.oauth.is_some() {
+    if (authorization_header || server.bearer_token.is_some()) && server.oauth.is_some() {
         return Some("`oauth` is for servers codemode logs in to (`codemode auth login`); this entry already sends its own token, so remove one of them".into());
     }
-    plugin.oauth.as_ref().and_then(OAuthSettings::problem)
+    server.oauth.as_ref().and_then(OAuthSettings::problem)
 }
 
 impl PluginKind {
@@ -565,8 +729,16 @@ impl Config {
     /// used is kept with the reason, and is unavailable once the plugins start.
     pub fn load_with_worker(path: &Path, worker: &Path) -> Result<Self, ConfigError> {
         let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read { path: path.into(), source })?;
-        let mut config: Config =
+        let file: ConfigFile =
             toml::from_str(&text).map_err(|e| ConfigError::Parse { path: path.into(), message: e.to_string() })?;
+        let mut config = Config {
+            limits: file.limits,
+            plugins: Vec::with_capacity(file.plugin.len()),
+            example_tools: file.example_tools,
+            server: file.server,
+            scopes: file.scopes,
+            base_dir: PathBuf::new(),
+        };
         config
             .limits
             .apply(Limits::default(), LimitSource::ConfigFile)
@@ -604,99 +776,59 @@ impl Config {
             *file = config.base_dir.join(&*file);
         }
         let base_dir = config.base_dir.clone();
-        let mut seen: std::collections::HashMap<&str, usize> = std::collections::HashMap::new();
-        for (index, plugin) in config.plugins.iter().enumerate() {
-            let problem =
-                |problem: String| ConfigError::Plugin { path: path.into(), plugin: plugin.name.clone(), problem };
-            if !crate::tool::is_valid_name(&plugin.name) {
+        let mut seen: std::collections::HashMap<String, usize> = std::collections::HashMap::new();
+        for (index, entry) in file.plugin.into_iter().enumerate() {
+            let name = entry.name.clone();
+            let problem = |problem: String| ConfigError::Plugin { path: path.into(), plugin: name.clone(), problem };
+            if !crate::tool::is_valid_name(&name) {
                 return Err(problem("the name must be 1 to 64 letters, digits, '_' or '-'".into()));
             }
-            if let Some(first) = seen.insert(plugin.name.as_str(), index) {
+            if let Some(first) = seen.insert(name.clone(), index) {
                 return Err(problem(format!(
                     "is configured twice ([[plugin]] entries {} and {}); give each plugin its own name",
                     first + 1,
                     index + 1
                 )));
             }
-            let misplaced = misplaced_settings(plugin);
-            if !misplaced.is_empty() {
-                return Err(problem(format!(
-                    "{} {} not apply to a {} plugin; remove {} or change `kind`",
-                    misplaced.iter().map(|k| format!("`{k}`")).collect::<Vec<_>>().join(", "),
-                    if misplaced.len() == 1 { "does" } else { "do" },
-                    plugin.kind.as_str(),
-                    if misplaced.len() == 1 { "it" } else { "them" },
-                )));
-            }
-            match plugin.kind {
-                PluginKind::Process if plugin.command.is_none() => {
-                    return Err(problem("a process plugin needs `command`".into()))
-                }
-                PluginKind::Mcp if plugin.command.is_some() == plugin.url.is_some() => {
-                    return Err(problem(
-                        "an MCP server needs either `command` (stdio) or `url` (streamable HTTP)".into(),
-                    ))
-                }
-                PluginKind::Mcp if plugin.url.is_some() && !plugin.args.is_empty() => {
-                    return Err(problem(
-                        "`args` applies to an MCP server started with `command`, not to one at a `url`".into(),
-                    ))
-                }
-                PluginKind::Mcp if plugin.url.is_some() => {
-                    if let Some(why) = url_plugin_problem(plugin) {
-                        return Err(problem(why));
-                    }
-                }
-                PluginKind::Mcp
-                    if !plugin.headers.is_empty() || plugin.bearer_token.is_some() || plugin.oauth.is_some() =>
-                {
-                    return Err(problem(
-                        "`headers`, `bearer_token` and `oauth` apply to an MCP server at a `url`, not to one started with `command` (give it `env` instead)".into(),
-                    ))
-                }
-                PluginKind::Javascript if plugin.path.is_none() => {
-                    return Err(problem("a JavaScript plugin needs `path`, its folder (or its one module file)".into()))
-                }
-                _ => {}
-            }
+            config.plugins.push(entry.into_config().map_err(problem)?);
         }
         for plugin in &mut config.plugins {
-            if plugin.kind == PluginKind::Javascript && plugin.enabled {
-                let problem =
-                    |problem: String| ConfigError::Plugin { path: path.into(), plugin: plugin.name.clone(), problem };
-                let forced = match plugin.format.as_deref() {
-                    None => None,
-                    Some(name) => Some(Format::parse(name).ok_or_else(|| {
-                        problem(format!(
-                            "format {name:?} is not one codemode loads; use one of {}",
-                            Format::ALL.map(|f| f.as_str()).join(", ")
-                        ))
-                    })?),
-                };
-                let at = base_dir.join(plugin.path.as_deref().unwrap_or_default());
-                let layout = match crate::plugins::javascript::read_layout(worker, &at, forced) {
-                    Ok(layout) => layout,
-                    Err(why) => {
-                        plugin.layout = Some(Err(why));
-                        continue;
-                    }
-                };
-                if !plugin.net_hosts.is_empty() && !layout.format.allowlist_from_configuration() {
-                    let own = if layout.format == Format::Manifest {
-                        "its manifest.json's permissions.net.hosts"
-                    } else {
-                        "its globalThis.manifest.egress"
-                    };
-                    return Err(problem(format!(
-                        "`net_hosts` is for plugins whose format declares no hosts of its own; this {} plugin lists them in {own}",
-                        layout.format
-                    )));
+            let PluginConfig { name, enabled: true, runtime: RuntimeConfig::Javascript(js), .. } = plugin else {
+                continue;
+            };
+            let problem = |problem: String| ConfigError::Plugin { path: path.into(), plugin: name.clone(), problem };
+            let forced = match js.format.as_deref() {
+                None => None,
+                Some(name) => Some(Format::parse(name).ok_or_else(|| {
+                    problem(format!(
+                        "format {name:?} is not one codemode loads; use one of {}",
+                        Format::ALL.map(|f| f.as_str()).join(", ")
+                    ))
+                })?),
+            };
+            let at = base_dir.join(&js.path);
+            let layout = match crate::plugins::javascript::read_layout(worker, &at, forced) {
+                Ok(layout) => layout,
+                Err(why) => {
+                    js.layout = Some(Err(why));
+                    continue;
                 }
-                for host in layout.declared_hosts.iter().chain(&plugin.net_hosts) {
-                    HostEntry::parse(host).map_err(|e| problem(format!("network allowlist entry {host:?}: {e}")))?;
-                }
-                plugin.layout = Some(Ok(layout));
+            };
+            if !js.net_hosts.is_empty() && !layout.format.allowlist_from_configuration() {
+                let own = if layout.format == Format::Manifest {
+                    "its manifest.json's permissions.net.hosts"
+                } else {
+                    "its globalThis.manifest.egress"
+                };
+                return Err(problem(format!(
+                    "`net_hosts` is for plugins whose format declares no hosts of its own; this {} plugin lists them in {own}",
+                    layout.format
+                )));
             }
+            for host in layout.declared_hosts.iter().chain(&js.net_hosts) {
+                HostEntry::parse(host).map_err(|e| problem(format!("network allowlist entry {host:?}: {e}")))?;
+            }
+            js.layout = Some(Ok(layout));
         }
         config.rules_text()?;
         Ok(config)
@@ -738,8 +870,8 @@ impl Config {
             // folder could hand any file the host can read to every agent. The
             // configuration's own `rules` are the user's choice (`false`).
             let from_manifest = plugin
-                .layout
-                .iter()
+                .layout()
+                .into_iter()
                 .flatten()
                 .flat_map(|l| l.manifest.iter())
                 .flat_map(|m| m.contributes.rules.iter())
@@ -779,48 +911,58 @@ impl Config {
 
     /// The MCP servers to use.
     pub fn mcp_servers(&self) -> Vec<McpConfig> {
-        self.enabled(PluginKind::Mcp)
-            .map(|(p, launch)| McpConfig {
+        self.enabled()
+            .filter_map(|p| match &p.runtime {
+                RuntimeConfig::Mcp(mcp) => Some((p, mcp)),
+                _ => None,
+            })
+            .map(|(p, mcp)| McpConfig {
                 name: p.name.clone(),
-                transport: match &p.url {
-                    Some(url) => McpTransport::Http(HttpServer {
-                        url: url.clone(),
-                        headers: p.headers.iter().map(|(k, v)| (k.clone(), v.clone())).collect(),
-                        bearer_token: p.bearer_token.clone(),
-                        oauth: p.oauth.clone().unwrap_or_default(),
+                transport: match &mcp.endpoint {
+                    McpEndpoint::Url(server) => McpTransport::Http(HttpServer {
+                        url: server.url.clone(),
+                        headers: server.headers.iter().map(|(k, v)| (k.clone(), v.clone())).collect(),
+                        bearer_token: server.bearer_token.clone(),
+                        oauth: server.oauth.clone().unwrap_or_default(),
                     }),
-                    None => McpTransport::Stdio {
-                        command: launch.command,
-                        args: launch.args,
-                        env: launch.env,
-                        cwd: launch.cwd,
-                    },
+                    McpEndpoint::Command(command) => {
+                        let launch = self.launch(command);
+                        McpTransport::Stdio {
+                            command: launch.command,
+                            args: launch.args,
+                            env: launch.env,
+                            cwd: launch.cwd,
+                        }
+                    }
                 },
-                call_timeout: launch.call_timeout,
-                protocol: p.protocol.unwrap_or_default(),
+                call_timeout: p.call_timeout(),
+                protocol: mcp.protocol.unwrap_or_default(),
             })
             .collect()
     }
 
-    /// The enabled plugins of one kind, each with how to start it.
-    fn enabled(&self, kind: PluginKind) -> impl Iterator<Item = (&PluginConfig, Launch)> {
-        self.plugins.iter().filter(move |p| p.enabled && p.kind == kind).map(|p| {
-            let launch = Launch {
-                command: self.resolve(p.command.as_deref().unwrap_or_default()),
-                args: p.args.clone(),
-                env: p.env.iter().map(|(k, v)| (k.clone(), v.clone())).collect(),
-                cwd: Some(self.base_dir.clone()).filter(|d| !d.as_os_str().is_empty()),
-                call_timeout: Duration::from_millis(p.timeout_ms.unwrap_or(30_000)),
-            };
-            (p, launch)
-        })
+    /// The enabled plugins.
+    fn enabled(&self) -> impl Iterator<Item = &PluginConfig> {
+        self.plugins.iter().filter(|p| p.enabled)
     }
 
-    /// A JavaScript plugin's folder (the file's, for a plugin that is one file).
+    /// How to start `command`: resolved against the file's folder, run in it.
+    fn launch(&self, command: &CommandConfig) -> Launch {
+        Launch {
+            command: self.resolve(&command.command),
+            args: command.args.clone(),
+            env: command.env.iter().map(|(k, v)| (k.clone(), v.clone())).collect(),
+            cwd: Some(self.base_dir.clone()).filter(|d| !d.as_os_str().is_empty()),
+        }
+    }
+
+    /// A JavaScript plugin's folder (the file's, for a plugin that is one file); the
+    /// file's folder for the other kinds.
     fn plugin_dir(&self, plugin: &PluginConfig) -> PathBuf {
-        match &plugin.layout {
-            Some(Ok(layout)) => layout.root.clone(),
-            _ => self.base_dir.join(plugin.path.as_deref().unwrap_or_default()),
+        match &plugin.runtime {
+            RuntimeConfig::Javascript(JavascriptConfig { layout: Some(Ok(layout)), .. }) => layout.root.clone(),
+            RuntimeConfig::Javascript(js) => self.base_dir.join(&js.path),
+            _ => self.base_dir.join(""),
         }
     }
 
@@ -838,20 +980,28 @@ impl Config {
         self.plugins.iter().filter(|p| p.enabled).filter_map(|p| Some((p.name.clone(), p.summary.clone()?))).collect()
     }
 
+    /// The enabled JavaScript plugins.
+    fn enabled_javascript(&self) -> impl Iterator<Item = (&PluginConfig, &JavascriptConfig)> {
+        self.enabled().filter_map(|p| match &p.runtime {
+            RuntimeConfig::Javascript(js) => Some((p, js)),
+            _ => None,
+        })
+    }
+
     /// The JavaScript plugins to start (a manifest plugin with only rules has no
     /// module and needs no runtime).
     pub fn javascript_plugins(&self) -> Vec<JavascriptPlugin> {
-        self.enabled(PluginKind::Javascript)
-            .filter_map(|(p, launch)| {
+        self.enabled_javascript()
+            .filter_map(|(p, js)| {
                 let plugin = JavascriptPlugin {
                     name: p.name.clone(),
-                    path: self.base_dir.join(p.path.as_deref().unwrap_or_default()),
-                    layout: p.layout.clone()?.ok()?,
-                    memory_mib: p.memory_mib.unwrap_or(DEFAULT_MEMORY_MIB),
-                    cpu_step_ms: p.cpu_step_ms.unwrap_or(DEFAULT_CPU_STEP_MS),
-                    call_timeout: launch.call_timeout,
-                    settings: p.settings.clone(),
-                    net_hosts: p.net_hosts.clone(),
+                    path: self.base_dir.join(&js.path),
+                    layout: js.layout.clone()?.ok()?,
+                    memory_mib: js.memory_mib.unwrap_or(DEFAULT_MEMORY_MIB),
+                    cpu_step_ms: js.cpu_step_ms.unwrap_or(DEFAULT_CPU_STEP_MS),
+                    call_timeout: p.call_timeout(),
+                    settings: js.settings.clone(),
+                    net_hosts: js.net_hosts.clone(),
                 };
                 plugin.has_modules().then_some(plugin)
             })
@@ -861,8 +1011,8 @@ impl Config {
     /// The JavaScript plugins whose files cannot be used, each with why: unavailable
     /// plugins (the others load).
     pub fn unreadable_javascript_plugins(&self) -> Vec<(String, String)> {
-        self.enabled(PluginKind::Javascript)
-            .filter_map(|(p, _)| match &p.layout {
+        self.enabled_javascript()
+            .filter_map(|(p, js)| match &js.layout {
                 Some(Err(why)) => Some((p.name.clone(), why.clone())),
                 _ => None,
             })
@@ -871,7 +1021,11 @@ impl Config {
 
     /// The process plugins to start.
     pub fn process_plugins(&self) -> Vec<ProcessConfig> {
-        self.enabled(PluginKind::Process)
+        self.enabled()
+            .filter_map(|p| match &p.runtime {
+                RuntimeConfig::Process(command) => Some((p, self.launch(command))),
+                _ => None,
+            })
             .map(|(p, launch)| ProcessConfig {
                 name: p.name.clone(),
                 command: launch.command,
@@ -879,7 +1033,7 @@ impl Config {
                 env: launch.env,
                 settings: std::collections::BTreeMap::new(),
                 cwd: launch.cwd,
-                call_timeout: launch.call_timeout,
+                call_timeout: p.call_timeout(),
                 net: None,
             })
             .collect()
@@ -892,7 +1046,6 @@ struct Launch {
     args: Vec<String>,
     env: Vec<(String, SettingValue)>,
     cwd: Option<PathBuf>,
-    call_timeout: Duration,
 }
 
 #[cfg(test)]

@@ -7,6 +7,8 @@
 //! configuration ([`config`]) and the command line's approvals on the terminal.
 //!
 //! The flow, top to bottom:
+//! - [`app`] builds the plugins and the executor from a [`config`] file: what the
+//!   command line's `run`, `tools`, `mcp` and `serve` share, and what tests build;
 //! - [`Executor`] ([`executor`]) takes a program and its [`Limits`] ([`limits`]);
 //! - the [`launcher`] starts a worker: forked from a pristine template process, or spawned;
 //! - the executor serves the worker's tool calls from the [`Catalog`] ([`tool`]) over
@@ -29,6 +31,7 @@
 //! # Ok(()) }
 //! ```
 
+pub mod app;
 pub mod config;
 pub mod config_discovery;
 pub mod examples;

@@ -43,10 +43,10 @@ fn server_of(config: &Config, plugin: &str) -> Result<HttpServer, AuthCommandErr
     let configured = config.plugins.iter().find(|p| p.name == plugin);
     let why = match configured {
         Some(p) if !p.enabled => format!("plugin {plugin} is disabled (`enabled = false`)"),
-        Some(p) if p.kind == PluginKind::Mcp => {
+        Some(p) if p.kind() == PluginKind::Mcp => {
             format!("plugin {plugin} is started as a command; only MCP servers at a `url` log in")
         }
-        Some(p) => format!("plugin {plugin} is a {} plugin; only MCP servers at a `url` log in", p.kind.as_str()),
+        Some(p) => format!("plugin {plugin} is a {} plugin; only MCP servers at a `url` log in", p.kind().as_str()),
         None if known.is_empty() => {
             format!("there is no plugin {plugin}, and no MCP server at a `url` in this configuration")
         }
