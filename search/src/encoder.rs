@@ -23,7 +23,7 @@
 //! that a product reads them as they lie, the query, key and value projections are one
 //! product, a batch of texts is packed end to end without padding, and attention runs
 //! per text and per head on strided views. The products run on the `gemm` crate for f32
-//! weights, and on [`int8`]'s kernel for a packed model on a CPU with AVX2 and FMA.
+//! weights, and on `int8`'s kernel (`encoder/int8.rs`) for a packed model on a CPU with AVX2 and FMA.
 //! Measured by `host/benches/search.rs` on this 2-core machine: a query's embedding p50
 //! 9.3 ms with f32 weights on `gemm`, 6.3 ms with the int8 kernel; the 1,818 tools of the
 //! catalog fixture in 20 s and 24 s (the kernel is built for the few rows of a query).

@@ -2,7 +2,7 @@
 //! too large to declare in the execute description.
 //!
 //! Its place in the flow: the last step, the one the host calls; it ranks by words
-//! ([`crate::bm25`]), by meaning ([`crate::semantic`]) or both, fused.
+//! (`bm25.rs`), by meaning ([`crate::semantic`]) or both, fused.
 //!
 //! It indexes plain documents, knowing nothing of where they come from: one
 //! [`PluginDocuments`] per plugin (its name, its summary and a [`Document`] per tool:
@@ -11,7 +11,7 @@
 //!
 //! - **By words** (no model, no network): BM25 over each tool's fields, one document
 //!   made of its name (weighted most), its plugin's name and summary, its description,
-//!   and its parameters' names and descriptions ([`crate::words`]: split, stemmed,
+//!   and its parameters' names and descriptions (`words.rs`: split, stemmed,
 //!   expanded to each word's concept group); a query word also matches the catalog's
 //!   words that share its first letters, and each plugin's relevance to the whole query
 //!   lifts its tools.
@@ -209,7 +209,7 @@ impl SearchIndex {
 
     /// The `limit` best tools for any of `queries` (phrasings of one need), best first,
     /// only from `plugin` when given: by meaning and words together when the tools'
-    /// vectors are there and `semantic` is given ([`fuse`]), by words alone otherwise.
+    /// vectors are there and `semantic` is given (fused by reciprocal rank), by words alone otherwise.
     /// Each hit's score is its fused score (or BM25's).
     pub fn search_phrasings(
         &self,

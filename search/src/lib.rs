@@ -12,8 +12,8 @@
 //!    only, within a bound); `codemode pack-search-model` packs the model
 //!    ([`encoder::pack`]);
 //! 2. for each catalog, the host builds a [`SearchIndex`] from its
-//!    [`PluginDocuments`]: each tool's words ([`words`]: split, stemmed, expanded to
-//!    concept groups) counted for [`bm25`], and its text for the encoder;
+//!    [`PluginDocuments`]: each tool's words (`words.rs`: split, stemmed, expanded to
+//!    concept groups) counted for BM25 (`bm25.rs`), and its text for the encoder;
 //! 3. in the background, [`SearchIndex::build_dense`] embeds every tool (cached
 //!    vectors are not embedded again); searches meanwhile rank by words alone;
 //! 4. each `tools.$search` asks [`SearchIndex::search_phrasings`] for the best
@@ -23,12 +23,12 @@
 //! Dependencies run one way: `index` → `semantic` → `encoder` → `bounded_file`, and
 //! `index`, `semantic` → `words`; `index` → `bm25`.
 
-pub mod bm25;
+mod bm25;
 pub mod bounded_file;
 pub mod encoder;
 pub mod index;
 pub mod semantic;
-pub mod words;
+mod words;
 
 pub use index::{Document, Hit, PluginDocuments, Ranking, SearchIndex};
 pub use semantic::Semantic;

@@ -121,7 +121,7 @@ const CHECK: usize = 8;
 const CACHE_MIN_RECORDS: u64 = 4096;
 
 /// The largest cache file read for a catalog of `tools` tools: four catalogs' records
-/// (the file keeps earlier catalogs' vectors too), at least [`CACHE_MIN_RECORDS`]:
+/// (the file keeps earlier catalogs' vectors too), at least `CACHE_MIN_RECORDS`:
 /// 6.5 MB for up to 1,024 tools, 11.5 MB for the 1,818 of the catalog fixture. A file
 /// over it is rewritten with this catalog's vectors alone.
 pub fn cache_bound(tools: usize) -> u64 {
