@@ -195,7 +195,7 @@ impl Catalog {
 
     /// The catalog's search index (built on first use, then kept until it changes).
     pub fn search_index(&self) -> Arc<SearchIndex> {
-        Arc::clone(self.index.0.get_or_init(|| Arc::new(SearchIndex::build(self))))
+        Arc::clone(self.index.0.get_or_init(|| Arc::new(super::search::index(self))))
     }
 
     /// Removes a tool; true when it was there.

@@ -10,23 +10,25 @@
 //! - [`form`]: a form a tool's server asks a person to fill in during a call;
 //! - [`catalog`]: every plugin's tools, and the plugins that are unavailable;
 //! - [`shown`]: what a person is shown of a call they are asked to approve;
-//! - [`search`], [`semantic`] and [`encoder`]: `tools.$search`'s rankers, by words
-//!   (BM25) and by meaning (a sentence encoder), fused; [`bounded_file`]: how they read
-//!   the model's files and the embeddings cache (no link, a regular file, within a bound).
+//! - [`search`]: the catalog as the `search` crate's documents, for `tools.$search`'s
+//!   rankers (by words, BM25, and by meaning, a sentence encoder, fused); that crate's
+//!   [`semantic`] (the model and its embeddings cache), [`encoder`] (the model itself,
+//!   and `codemode pack-search-model`) and [`bounded_file`] (how the model's files and
+//!   the cache are read: no link, a regular file, within a bound) are re-exported here,
+//!   where the host names them.
 //!
 //! A [`Tool`] is a definition, its handler and (once it joins a catalog) its compiled
 //! schemas.
 
 pub mod answer;
-pub mod bounded_file;
 pub mod catalog;
-pub mod encoder;
 pub mod form;
 pub mod handler;
 pub mod schema;
 pub mod search;
-pub mod semantic;
 pub mod shown;
+
+pub use ::search::{bounded_file, encoder, semantic};
 
 use std::future::Future;
 use std::sync::Arc;

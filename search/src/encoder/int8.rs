@@ -8,7 +8,7 @@
 //! weights (42 MB as f32 for the six layers, re-packed by `gemm` on every product), not
 //! by arithmetic. As int8 they are 11 MB, each matrix small enough to stay in the
 //! core's L2 cache while every row of the text passes over it. Measured by
-//! `benches/search.rs`.
+//! `host/benches/search.rs`.
 //!
 //! The product: for each block of 16 outputs (two vectors of eight), for each tile of
 //! up to four rows, eight accumulators gather `x[r][i] · q[i][o]` over the inputs, the

@@ -1,9 +1,9 @@
-//! `tools.$search`'s sense of meaning: the sentence encoder ([`super::encoder`]), the
+//! `tools.$search`'s sense of meaning: the sentence encoder ([`crate::encoder`]), the
 //! text each tool is embedded as, and the cache of those embeddings.
 //!
 //! Its place in the flow: the executor holds one [`Semantic`] (when a model is
 //! installed: [`find_model`]); each new catalog's search index asks it for every tool's
-//! vector in the background ([`super::search::SearchIndex::build_dense`]) while BM25
+//! vector in the background ([`crate::index::SearchIndex::build_dense`]) while BM25
 //! answers alone, and every search asks it for the query's vector.
 //!
 //! - **What a tool is, in words** ([`tool_text`]): its plugin and the plugin's summary,
@@ -15,7 +15,7 @@
 //!   file of the model's own (`$XDG_CACHE_HOME/codemode/embeddings/`, named after the
 //!   SHA-256 of the weights), so a restart or a plugin's change embeds only what
 //!   changed. The file is read when the first catalog is embedded (off the listener's
-//!   path), through [`super::bounded_file`]: no link followed, a regular file only, at
+//!   path), through [`crate::bounded_file`]: no link followed, a regular file only, at
 //!   most [`cache_bound`] bytes (four catalogs' vectors: the file only grows, by appends,
 //!   as catalogs change), and each record carries a check (8 bytes of the SHA-256 of its
 //!   digest and vector). A file that is refused, over its bound, torn or with a record
@@ -33,8 +33,8 @@ use std::sync::Mutex;
 
 use sha2::Digest;
 
-use super::bounded_file::{self, FileError, OpenFor};
-use super::encoder::{Encoder, EncoderError, DIMENSIONS, MODEL_NAME};
+use crate::bounded_file::{self, FileError, OpenFor};
+use crate::encoder::{Encoder, EncoderError, DIMENSIONS, MODEL_NAME};
 
 /// The fused ranker's name.
 pub const RANKER: &str = "all-MiniLM-L6-v2 + BM25";
@@ -67,7 +67,7 @@ pub fn tool_text(
     description: &str,
     parameters: &[(String, String)],
 ) -> String {
-    let name_words = super::search::split_words(name).join(" ");
+    let name_words = crate::words::split_words(name).join(" ");
     let mut text = if summary.is_empty() {
         format!("{plugin} / {name_words}: {description}")
     } else {
@@ -121,7 +121,7 @@ const CHECK: usize = 8;
 const CACHE_MIN_RECORDS: u64 = 4096;
 
 /// The largest cache file read for a catalog of `tools` tools: four catalogs' records
-/// (the file keeps earlier catalogs' vectors too), at least [`CACHE_MIN_RECORDS`]:
+/// (the file keeps earlier catalogs' vectors too), at least `CACHE_MIN_RECORDS`:
 /// 6.5 MB for up to 1,024 tools, 11.5 MB for the 1,818 of the catalog fixture. A file
 /// over it is rewritten with this catalog's vectors alone.
 pub fn cache_bound(tools: usize) -> u64 {

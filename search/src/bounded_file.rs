@@ -3,8 +3,8 @@
 //! cannot hurt the host: no link is followed, nothing but a regular file is read, and
 //! never more than the caller's bound.
 //!
-//! Its place in the flow: [`super::encoder`] reads the model's weights, tokenizer and
-//! checksums with [`read`], and [`super::semantic`] the embeddings cache; both at
+//! Its place in the flow: [`crate::encoder`] reads the model's weights, tokenizer and
+//! checksums with [`read`], and [`crate::semantic`] the embeddings cache; both at
 //! start-up, off the listener's path (`codemode serve` answers `/healthz` meanwhile).
 //!
 //! The steps of [`read`], each closing one attack that reached the host before (issue
@@ -22,8 +22,8 @@
 //!    one whose size `fstat` misreports, as `/proc`'s do) still stops at the bound.
 //!
 //! Each caller chooses its bound with its reason beside it
-//! ([`super::encoder::WEIGHTS_BOUND`] and the others; the cache's follows the catalog:
-//! [`super::semantic`]). Measured with the release build on this 2-core machine
+//! ([`crate::encoder::WEIGHTS_BOUND`] and the others; the cache's follows the catalog:
+//! [`crate::semantic`]). Measured with the release build on this 2-core machine
 //! (`CODEMODE_LOG=info codemode run`, "search model ... loaded in"): reading the packed
 //! weights (24,061,480 bytes) this way and checking their SHA-256 takes the model's
 //! load from 66–76 ms to 100–105 ms; the host's peak RSS is unchanged (60 MiB with

@@ -3,8 +3,8 @@
 //! 384-dimensional unit vector whose dot product with another says how close in meaning
 //! they are.
 //!
-//! Its place in the flow: [`super::semantic`] embeds every tool of the catalog with it
-//! (in the background, cached) and each query at search time; [`super::search`] fuses
+//! Its place in the flow: [`crate::semantic`] embeds every tool of the catalog with it
+//! (in the background, cached) and each query at search time; [`crate::index`] fuses
 //! that ranking with BM25's.
 //!
 //! The model is read from a folder holding the sentence-transformers export as the
@@ -15,7 +15,7 @@
 //! written last when [`pack`] packs the model and checked by [`Encoder::load`]: weights
 //! with flipped bytes would otherwise load silently and rank by a meaning they lost. A
 //! folder without it (packed before the checksums were written) is refused with the
-//! command that repacks it. Every file is read through [`super::bounded_file`] (no
+//! command that repacks it. Every file is read through [`crate::bounded_file`] (no
 //! link followed, a regular file only, within [`WEIGHTS_BOUND`], [`TOKENIZER_BOUND`]
 //! and [`CHECKSUMS_BOUND`]).
 //!
@@ -23,8 +23,8 @@
 //! that a product reads them as they lie, the query, key and value projections are one
 //! product, a batch of texts is packed end to end without padding, and attention runs
 //! per text and per head on strided views. The products run on the `gemm` crate for f32
-//! weights, and on [`int8`]'s kernel for a packed model on a CPU with AVX2 and FMA.
-//! Measured by `benches/search.rs` on this 2-core machine: a query's embedding p50
+//! weights, and on `int8`'s kernel (`encoder/int8.rs`) for a packed model on a CPU with AVX2 and FMA.
+//! Measured by `host/benches/search.rs` on this 2-core machine: a query's embedding p50
 //! 9.3 ms with f32 weights on `gemm`, 6.3 ms with the int8 kernel; the 1,818 tools of the
 //! catalog fixture in 20 s and 24 s (the kernel is built for the few rows of a query).
 
@@ -35,7 +35,7 @@ use gemm::{gemm, Parallelism};
 use sha2::Digest;
 use tokenizers::{Tokenizer, TruncationParams};
 
-use super::bounded_file::{self, FileError};
+use crate::bounded_file::{self, FileError};
 
 mod int8;
 
