@@ -36,11 +36,12 @@ pub mod config;
 pub mod config_discovery;
 pub mod examples;
 pub mod oauth;
-pub mod plugins;
 pub mod sandbox_report;
 pub mod serve;
 pub mod terminal_approvals;
-pub mod tls;
+
+pub use codemode_plugin_runtimes as plugins;
+pub use codemode_plugin_runtimes::tls;
 
 pub use codemode_core::{
     cgroups, cut, dispatch, executor, launcher, limits, outcome, telemetry, tool, typescript, worker_process,

@@ -52,7 +52,7 @@ use futures::future::BoxFuture;
 use super::child::{drain_stderr, plugin_command, Restarts, StderrTail};
 use super::runtime::{remote_tools, Listed, PluginError, PluginRuntime, RemoteCalls};
 use crate::oauth::Challenge;
-use crate::tool::{CallContext, ToolDefinition, ToolResult};
+use codemode_core::tool::{CallContext, ToolDefinition, ToolResult};
 use client::{CallPeers, InFlight, ServerMessages};
 pub use http::{http_client, HttpServer};
 
@@ -192,7 +192,7 @@ impl McpPlugin {
         }
         let session = session?;
         if restarting {
-            crate::telemetry::plugin_restarted(&self.config.name);
+            codemode_core::telemetry::plugin_restarted(&self.config.name);
         }
         *slot = Some(Arc::clone(&session));
         Ok(session)

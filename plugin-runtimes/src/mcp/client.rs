@@ -30,8 +30,8 @@ use rmcp::model::{LoggingLevel, LoggingMessageNotificationParam};
 use rmcp::service::{NotificationContext, RequestContext};
 use rmcp::{ClientHandler, ErrorData, RoleClient};
 
-use crate::tool::form::Form;
-use crate::tool::{ApprovalQuestion, Approver, CallProgress, ProgressSink};
+use codemode_core::tool::form::Form;
+use codemode_core::tool::{ApprovalQuestion, Approver, CallProgress, ProgressSink};
 
 /// Who is behind one call in flight.
 #[derive(Clone)]
@@ -220,7 +220,7 @@ impl ClientHandler for ServerMessages {
 mod tests {
     #![allow(clippy::unwrap_used)]
     use super::*;
-    use crate::tool::ApprovalAnswer;
+    use codemode_core::tool::ApprovalAnswer;
     use futures::future::BoxFuture;
 
     struct Yes;

@@ -5,7 +5,7 @@
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use crate::plugins::runtime::PluginError;
+use crate::runtime::PluginError;
 
 /// The first restart delay after a failure; it doubles up to [`MAX_BACKOFF`].
 pub const FIRST_BACKOFF: Duration = Duration::from_millis(100);

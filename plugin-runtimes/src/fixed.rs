@@ -18,8 +18,8 @@ use serde_json::json;
 
 use super::runtime::{Listed, PluginRuntime};
 use super::{PluginHost, Severity};
-use crate::tool::catalog::CatalogFeed;
-use crate::tool::{Catalog, FnTool, ToolDefinition, ToolHandler, ToolResult};
+use codemode_core::tool::catalog::CatalogFeed;
+use codemode_core::tool::{Catalog, FnTool, ToolDefinition, ToolHandler, ToolResult};
 
 /// The test-only kind: its tools are names; each answers with its own name.
 struct Fixed {
@@ -67,7 +67,7 @@ impl PluginRuntime for Fixed {
                     let definition: ToolDefinition =
                         serde_json::from_value(json!({ "name": tool, "description": "Answers its name." })).unwrap();
                     let answer = tool.clone();
-                    let handler = FnTool(move |_: serde_json::Value, _: crate::tool::CallContext| {
+                    let handler = FnTool(move |_: serde_json::Value, _: codemode_core::tool::CallContext| {
                         let answer = answer.clone();
                         async move { ToolResult::text(answer) }
                     });

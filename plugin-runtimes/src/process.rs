@@ -35,7 +35,7 @@ use super::net::NetAccess;
 pub use super::runtime::PluginError;
 use super::runtime::{remote_tools, Listed, PluginRuntime, RemoteCalls};
 use super::settings::{host_environment, resolve_env, resolve_settings, SettingError, SettingValue};
-use crate::tool::{ApprovalQuestion, Approver, ToolDefinition, ToolResult};
+use codemode_core::tool::{ApprovalQuestion, Approver, ToolDefinition, ToolResult};
 
 /// The longest line a plugin may write (one JSON-RPC message).
 const MAX_LINE_BYTES: usize = 16 * 1024 * 1024;
@@ -305,7 +305,7 @@ impl ProcessPlugin {
             reason: format!("{}: {e}", self.config.command.display()),
         })?;
         if self.started_once.swap(true, Ordering::Relaxed) {
-            crate::telemetry::plugin_restarted(&name);
+            codemode_core::telemetry::plugin_restarted(&name);
         }
         let (Some(stdin), Some(stdout), Some(stderr)) = (child.stdin.take(), child.stdout.take(), child.stderr.take())
         else {
@@ -404,7 +404,7 @@ impl RemoteCalls for ProcessPlugin {
         self: Arc<Self>,
         tool: String,
         input: Value,
-        context: crate::tool::CallContext,
+        context: codemode_core::tool::CallContext,
     ) -> BoxFuture<'static, ToolResult> {
         Box::pin(async move {
             self.call_tool(&tool, input, context.wire(), context.cancel.clone(), context.approver.clone()).await

@@ -21,7 +21,7 @@ use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig
 use rmcp::transport::StreamableHttpClientTransport;
 
 use crate::oauth::{login_hint, Challenge, OAuthSettings};
-use crate::plugins::settings::{host_environment, SettingValue};
+use crate::settings::{host_environment, SettingValue};
 
 /// A server at a URL, with what it is sent.
 #[derive(Debug, Clone)]

@@ -188,7 +188,7 @@ pub async fn login(target: &LoginTarget, announce: &dyn Fn(&str)) -> Result<Logi
 /// The server's challenge to a request without a token: from `initialize`, else from
 /// `tools/list`; `None` when it answers both.
 async fn hear_challenge(server: &str, headers: &HashMap<http::HeaderName, http::HeaderValue>) -> Option<String> {
-    let client = crate::plugins::mcp::http_client().ok()?;
+    let client = crate::mcp::http_client().ok()?;
     let config = StreamableHttpClientTransportConfig::with_uri(server).custom_headers(headers.clone());
     let transport = StreamableHttpClientTransport::with_client(client, config);
     let reached = tokio::time::timeout(Duration::from_secs(30), ().serve(transport)).await.ok()?;

@@ -30,7 +30,7 @@ use protocol::worker::WorkerCommand;
 use super::net::{AllowlistSource, NetAccess};
 use super::process::ProcessConfig;
 use super::settings::SettingValue;
-use crate::launcher::SandboxPolicy;
+use codemode_core::launcher::SandboxPolicy;
 
 /// How long reading a plugin's files may take before the reader is killed.
 const READ_TIMEOUT: Duration = Duration::from_secs(30);
@@ -176,7 +176,7 @@ impl JavascriptPlugin {
         Ok(Self {
             name: name.to_string(),
             path: path.to_path_buf(),
-            layout: read_layout(&crate::launcher::default_worker_path(), path, format)?,
+            layout: read_layout(&codemode_core::launcher::default_worker_path(), path, format)?,
             memory_mib: DEFAULT_MEMORY_MIB,
             cpu_step_ms: DEFAULT_CPU_STEP_MS,
             call_timeout: DEFAULT_CALL_TIMEOUT,

@@ -21,17 +21,19 @@ mod fixed;
 pub mod javascript;
 pub mod mcp;
 pub mod net;
+pub mod oauth;
 pub mod process;
 pub mod runtime;
 pub mod settings;
+pub mod tls;
 
 use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
 use futures::future::BoxFuture;
 
-use crate::tool::catalog::CatalogFeed;
-use crate::tool::{Catalog, Recover, Tool};
+use codemode_core::tool::catalog::CatalogFeed;
+use codemode_core::tool::{Catalog, Recover, Tool};
 use mcp::McpPlugin;
 use process::ProcessPlugin;
 pub use runtime::{Listed, PluginRuntime};
@@ -287,7 +289,7 @@ impl PluginHost {
                 continue;
             }
             if approve.is_some_and(|names| names.iter().any(|n| n == "*" || *n == definition.name)) {
-                definition.requires_approval = crate::tool::Approval::Always;
+                definition.requires_approval = codemode_core::tool::Approval::Always;
             }
             match Catalog::checked(plugin, Tool::new(definition, handler)) {
                 Ok(tool) => checked.push(tool),

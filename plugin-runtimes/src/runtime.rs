@@ -23,7 +23,7 @@ use std::time::Duration;
 use futures::future::BoxFuture;
 use serde_json::Value;
 
-use crate::tool::{CallContext, ToolDefinition, ToolHandler, ToolResult};
+use codemode_core::tool::{CallContext, ToolDefinition, ToolHandler, ToolResult};
 
 /// A tool a runtime listed, with what serves its calls.
 pub type ListedTool = (Arc<dyn ToolHandler>, ToolDefinition);
