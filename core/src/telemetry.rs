@@ -3,7 +3,7 @@
 //!
 //! The library records through the `metrics` facade, which does nothing until a
 //! recorder is installed: `codemode serve --ops-listen` installs the Prometheus one
-//! (the MCP server's operations listener, `codemode::serve::ops`, serves it). Recorded here and at their sources:
+//! (the MCP server's operations listener, `codemode::serve::operations`, serves it). Recorded here and at their sources:
 //!
 //! | metric | kind | labels | recorded by |
 //! |---|---|---|---|
@@ -15,7 +15,7 @@
 //! | `codemode_warm_workers`, `codemode_template_rss_bytes` | gauges | | set when scraped |
 //! | `codemode_worker_peak_rss_bytes` | summary | | [`worker_reaped`] (each worker's peak RSS, from the kernel when it is reaped) |
 //!
-//! The gauges are read from the executor when scraped (`codemode::serve::ops`), not
+//! The gauges are read from the executor when scraped (`codemode::serve::operations`), not
 //! kept up to date beside it.
 //!
 //! Labels carry only names from the configuration and the fixed outcome kinds: a

@@ -240,14 +240,14 @@ async fn serve(args: ServeArgs, http: Option<Listen>) -> anyhow::Result<i32> {
                 .with_context(|| format!("listening on {}", listen.addr))?;
             let ops = match listen.ops_listen.or(config.server.ops_listen) {
                 Some(addr) => {
-                    let ops = codemode::serve::ops::Ops::install(Arc::clone(&executor))?;
+                    let ops = codemode::serve::operations::Operations::install(Arc::clone(&executor))?;
                     let ops_listener = std::net::TcpListener::bind(addr)
                         .with_context(|| format!("listening for operations on {addr}"))?;
                     announce(&format!(
                         "serving /healthz, /readyz and /metrics on http://{}",
                         ops_listener.local_addr()?
                     ));
-                    codemode::serve::ops::serve_on_own_thread(ops_listener, Arc::clone(&ops))
+                    codemode::serve::operations::serve_on_own_thread(ops_listener, Arc::clone(&ops))
                         .context("starting the operations listener")?;
                     Some(ops)
                 }

@@ -24,7 +24,7 @@ pub mod description;
 pub mod http;
 pub mod logs;
 pub mod media;
-pub mod ops;
+pub mod operations;
 pub mod rounds;
 pub mod sealed_state;
 pub mod server;

@@ -67,14 +67,14 @@ pub const SEPARATOR: &str = "__";
 #[derive(Clone)]
 pub struct CodemodeServer {
     shared: Arc<Shared>,
-    session: Arc<Session>,
+    session: Arc<ClientSession>,
 }
 
 /// A tools list, the catalog it was made for, and whether the search model had loaded.
-type ListedFor = (Arc<Catalog>, bool, Arc<Listed>);
+type ListedFor = (Arc<Catalog>, bool, Arc<PagedTools>);
 
 /// What one MCP session remembers.
-struct Session {
+struct ClientSession {
     /// Which session it is (for sharing program slots fairly).
     id: u64,
     /// Tools approved "once" in this session (`plugin`, `tool`): later calls run.
@@ -89,7 +89,7 @@ struct Session {
     workspace: std::sync::Mutex<Option<String>>,
 }
 
-impl Default for Session {
+impl Default for ClientSession {
     fn default() -> Self {
         static NEXT: AtomicU64 = AtomicU64::new(1);
         Self {
@@ -169,7 +169,7 @@ impl CodemodeServer {
 
     /// The tools the agent sees now (made once per catalog, and once more when the
     /// search model has loaded).
-    pub fn tools(&self) -> Arc<Listed> {
+    pub fn tools(&self) -> Arc<PagedTools> {
         let catalog = self.shared.executor.catalog();
         let model = self.shared.executor.semantic().is_some();
         if let Some((of, with_model, tools)) = self.shared.listed.lock().unwrap_or_else(|p| p.into_inner()).as_ref() {
@@ -180,7 +180,7 @@ impl CodemodeServer {
         // Made outside the lock: other lists are answered meanwhile. Two requests at a
         // catalog change may both make it; the first one kept is the one every request
         // shares (their lists are the same, and so are their cursors).
-        let made = Arc::new(Listed::new(self.make_tools(&catalog)));
+        let made = Arc::new(PagedTools::new(self.make_tools(&catalog)));
         let mut kept = self.shared.listed.lock().unwrap_or_else(|p| p.into_inner());
         if let Some((of, with_model, tools)) = kept.as_ref() {
             if Arc::ptr_eq(of, &catalog) && *with_model == model {
@@ -358,7 +358,7 @@ impl CodemodeServer {
             seat: Arc::downgrade(&seat),
         };
         // Each program is a session of its own ("once" approvals last for it).
-        let session = Arc::new(Session::default());
+        let session = Arc::new(ClientSession::default());
         let (hooks, progress_sent) =
             Hooks::new(asker, ctx.peer.clone(), ctx.meta.get_progress_token(), Arc::clone(&session));
         let program = Program::new(code)
@@ -665,14 +665,14 @@ pub const LIST_PAGE_BYTES: usize = 2 * 1024 * 1024;
 /// A page's cursor names the list by a digest of its content, so a cursor stays good on
 /// every replica serving the same tools, and across restarts, and fails (saying the
 /// list changed) once the tools differ.
-pub struct Listed {
+pub struct PagedTools {
     digest: String,
     tools: Vec<McpTool>,
     /// Where each page starts, in `tools`.
     starts: Vec<usize>,
 }
 
-impl Listed {
+impl PagedTools {
     fn new(tools: Vec<McpTool>) -> Self {
         use sha2::Digest as _;
         let mut starts = vec![0];
@@ -735,7 +735,7 @@ pub fn workspace_of(roots: &[rmcp::model::Root]) -> Option<String> {
 /// Asks a client that offers roots for them (in the background), and keeps the
 /// session's workspace to the first.
 #[allow(deprecated)]
-fn read_roots(peer: Peer<RoleServer>, session: Arc<Session>) {
+fn read_roots(peer: Peer<RoleServer>, session: Arc<ClientSession>) {
     let offers_roots = peer.peer_info().is_some_and(|info| info.capabilities.roots.is_some());
     if !offers_roots {
         return;
@@ -754,7 +754,7 @@ fn read_roots(peer: Peer<RoleServer>, session: Arc<Session>) {
 /// `notifications/message`, until the client is gone. A session too slow to keep up
 /// skips lines (and is told how many).
 #[allow(deprecated)]
-fn forward_logs(peer: Peer<RoleServer>, session: Arc<Session>) {
+fn forward_logs(peer: Peer<RoleServer>, session: Arc<ClientSession>) {
     let mut lines = logs::subscribe();
     tokio::spawn(async move {
         loop {
@@ -942,7 +942,7 @@ fn with_media(split: super::media::Split, cap: usize) -> Vec<ContentBlock> {
 /// Approvals before and progress after each tool call of one request.
 struct Hooks {
     asker: Asker,
-    session: Arc<Session>,
+    session: Arc<ClientSession>,
     /// Progress notifications, in order, to the one task that sends them (when the
     /// client asked for progress).
     progress: Option<tokio::sync::mpsc::UnboundedSender<ProgressNotificationParam>>,
@@ -958,7 +958,7 @@ impl Hooks {
         asker: Asker,
         peer: Peer<RoleServer>,
         progress_token: Option<ProgressToken>,
-        session: Arc<Session>,
+        session: Arc<ClientSession>,
     ) -> (Self, Option<tokio::task::JoinHandle<()>>) {
         let (progress, sent) = match &progress_token {
             None => (None, None),
@@ -1034,7 +1034,7 @@ mod tests {
             .collect()
     }
 
-    fn walk(listed: &Listed, mut cursor: Option<String>) -> Result<usize, String> {
+    fn walk(listed: &PagedTools, mut cursor: Option<String>) -> Result<usize, String> {
         let mut tools = 0;
         loop {
             let (page, next) = listed.page(cursor.as_deref())?;
@@ -1051,14 +1051,14 @@ mod tests {
     /// changed, or one never given, is refused with a reason.
     #[test]
     fn pages_of_a_list_are_named_by_its_tools() {
-        let first = Listed::new(big_tools(20, "alpha"));
+        let first = PagedTools::new(big_tools(20, "alpha"));
         let (page, next) = first.page(None).unwrap();
         let next = next.expect("20 tools of 300 KiB need more than one page");
         assert!(page.len() < 20);
         assert_eq!(walk(&first, None).unwrap(), 20);
-        let same = Listed::new(big_tools(20, "alpha"));
+        let same = PagedTools::new(big_tools(20, "alpha"));
         assert_eq!(walk(&same, Some(next.clone())).unwrap() + page.len(), 20);
-        let changed = Listed::new(big_tools(20, "beta"));
+        let changed = PagedTools::new(big_tools(20, "beta"));
         let refused = changed.page(Some(&next)).unwrap_err();
         assert!(refused.contains("the tool list changed"), "{refused}");
         let garbage = changed.page(Some("nonsense")).unwrap_err();

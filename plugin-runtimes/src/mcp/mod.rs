@@ -52,8 +52,8 @@ use futures::future::BoxFuture;
 use super::child::{drain_stderr, plugin_command, Restarts, StderrTail};
 use super::runtime::{remote_tools, Listed, PluginError, PluginRuntime, RemoteCalls};
 use crate::oauth::Challenge;
-use codemode_core::tool::{CallContext, ToolDefinition, ToolResult};
 use client::{CallPeers, InFlight, ServerMessages};
+use codemode_core::tool::{CallContext, ToolDefinition, ToolResult};
 pub use http::{http_client, HttpServer};
 
 /// Where the server is.

@@ -36,7 +36,7 @@ pub enum OpsError {
 }
 
 /// The state behind the endpoints.
-pub struct Ops {
+pub struct Operations {
     executor: Arc<Executor>,
     metrics: PrometheusHandle,
     /// Set when the MCP listener takes requests; cleared when the server drains.
@@ -62,9 +62,9 @@ pub struct Health {
     pub problem: Option<String>,
 }
 
-impl Ops {
+impl Operations {
     /// Installs the Prometheus recorder (process-wide: once) and makes the state for
-    /// `executor`. Not ready until [`Ops::set_ready`].
+    /// `executor`. Not ready until [`Operations::set_ready`].
     pub fn install(executor: Arc<Executor>) -> Result<Arc<Self>, OpsError> {
         let metrics = PrometheusBuilder::new()
             .set_buckets_for_metric(Matcher::Full(telemetry::PROGRAM_DURATION.to_string()), telemetry::DURATION_BUCKETS)
@@ -166,7 +166,7 @@ fn resident_bytes(pid: i32) -> Option<u64> {
 /// Serves `ops` on `listener` from a thread of its own, with a runtime of its own, for
 /// as long as the process runs: whatever keeps the server's runtime busy (programs'
 /// host-side work, a large tool list being written) never delays a probe.
-pub fn serve_on_own_thread(listener: std::net::TcpListener, ops: Arc<Ops>) -> std::io::Result<()> {
+pub fn serve_on_own_thread(listener: std::net::TcpListener, ops: Arc<Operations>) -> std::io::Result<()> {
     listener.set_nonblocking(true)?;
     let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
     std::thread::Builder::new().name("codemode-ops".into()).spawn(move || {
@@ -181,7 +181,7 @@ pub fn serve_on_own_thread(listener: std::net::TcpListener, ops: Arc<Ops>) -> st
 }
 
 /// Serves `ops` on `listener` until the task is dropped.
-pub async fn serve(listener: tokio::net::TcpListener, ops: Arc<Ops>) {
+pub async fn serve(listener: tokio::net::TcpListener, ops: Arc<Operations>) {
     // Histograms need their upkeep now and then even when nobody scrapes.
     let upkeep = {
         let handle = ops.metrics.clone();
