@@ -15,7 +15,7 @@
 
 use serde_json::Value;
 
-use crate::config::{CatalogBudget, ServerMode, ToolNames};
+use super::settings::{CatalogBudget, ServerMode, ToolNames};
 use crate::limits::{human_bytes, human_duration, Limits};
 use crate::tool::{Approval, Catalog, Tool};
 use crate::typescript::{access_path, property_key};

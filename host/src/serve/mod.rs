@@ -28,9 +28,13 @@ pub mod operations;
 pub mod rounds;
 pub mod sealed_state;
 pub mod server;
+pub mod settings;
 pub mod slots;
 
 pub use server::CodemodeServer;
+
+/// The name of the code-mode tool.
+pub const EXECUTE: &str = "execute";
 
 /// The next connection on `listener` (of the `what` listener, for the log). Accepting
 /// fails now and then (out of descriptors, a connection reset before accept): it waits

@@ -404,7 +404,7 @@ impl Rounds {
             .header(http::header::ACCEPT, "application/json, text/event-stream")
             .header("mcp-protocol-version", rmcp::model::ProtocolVersion::V_2026_07_28.as_str())
             .header("mcp-method", "tools/call")
-            .header("mcp-name", super::server::EXECUTE)
+            .header("mcp-name", super::EXECUTE)
             .header(FORWARDED_HEADER, "1")
             .body(body.to_string());
         if let Some(authorization) = authorization {

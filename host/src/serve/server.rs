@@ -47,7 +47,7 @@ use super::cut::{cut_json, cut_text};
 use super::description::{execute_description, instructions};
 use super::logs;
 use super::rounds::{Binding, Resumed};
-use crate::config::{ServerConfig, ServerMode, ToolNames};
+use super::settings::{ServerConfig, ServerMode, ToolNames};
 use crate::dispatch::{ApprovedOnce, CallError, CallHooks, Missing, Resolve, RunRequest};
 use crate::executor::{Executor, Program};
 use crate::limits::Limits;
@@ -57,8 +57,7 @@ use crate::tool::{
     ToolResult,
 };
 
-/// The name of the code-mode tool.
-pub const EXECUTE: &str = "execute";
+pub use super::EXECUTE;
 /// Separates plugin and tool in separate tools mode (`notes__add-note`).
 pub const SEPARATOR: &str = "__";
 

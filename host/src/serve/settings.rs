@@ -1,0 +1,206 @@
+//! The MCP server's settings: the `[server]` table of the configuration file
+//! ([`ServerConfig`]), which `codemode mcp` and `codemode serve` read and their flags
+//! override. Defined beside the server that uses them, so that the server needs nothing
+//! from the configuration file's module (`crate::config` re-exports them).
+
+use std::path::PathBuf;
+
+use serde::Deserialize;
+
+/// `[server]`: the MCP server (`codemode mcp`, `codemode serve`).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ServerConfig {
+    /// `code` (one `execute` tool, the default) or `tools` (each plugin tool as an MCP
+    /// tool of its own, named as `tool_names` says).
+    #[serde(default)]
+    pub mode: ServerMode,
+    /// Programs that may run at once; more wait their turn.
+    #[serde(default = "default_concurrent_programs")]
+    pub max_concurrent_programs: usize,
+    /// Programs one MCP session may run at once (default: all of them under
+    /// `codemode mcp`, whose one client is the only session; three quarters of them
+    /// under `codemode serve`, so no session can hold every slot).
+    pub max_programs_per_session: Option<usize>,
+    /// Programs that may wait for a person's answer at once (an approval or a plugin's
+    /// question). A paused program holds no slot, only its idle worker; a question
+    /// beyond this is not asked and its call rejects (default: twice
+    /// `max_concurrent_programs`).
+    pub max_paused_programs: Option<usize>,
+    /// Paused programs of one MCP session (or one 2026-07-28 client's credential) at
+    /// once (default: all of them under `codemode mcp`; three quarters of them under
+    /// `codemode serve`, so one client cannot take every place).
+    pub max_paused_programs_per_session: Option<usize>,
+    /// The largest result text handed to the agent; larger values are cut structurally.
+    #[serde(default = "default_output_bytes")]
+    pub output_bytes: usize,
+    /// `codemode serve`: browser origins allowed to call it, besides the loopback ones
+    /// on a loopback server (`https://app.example.com`, `http://localhost:*`).
+    #[serde(default)]
+    pub allowed_origins: Vec<String>,
+    /// Workers kept forked and locked down ahead of demand, for programs with the
+    /// default limits (default: two per core, between two and eight; 0 turns the pool off).
+    pub warm_workers: Option<usize>,
+    /// `codemode serve`: MCP sessions open at once, at most.
+    #[serde(default = "default_max_sessions")]
+    pub max_sessions: usize,
+    /// `codemode serve`: a session with no request for this long is closed, in ms.
+    #[serde(default = "default_session_idle_ms")]
+    pub session_idle_ms: u64,
+    /// `codemode serve`: serve HTTPS with this certificate chain (PEM; with `tls_key`).
+    pub tls_cert: Option<PathBuf>,
+    /// `codemode serve`: the certificate's private key (PEM).
+    pub tls_key: Option<PathBuf>,
+    /// Code mode: the size, in characters, up to which the execute description declares
+    /// every tool; past it, plugins are listed by name and programs find declarations
+    /// with `tools.$search` (`"unlimited"`: always declare every tool).
+    #[serde(default)]
+    pub catalog_budget: CatalogBudget,
+    /// Separate tools mode: `own` names (the default; `<plugin>_<tool>` only where two
+    /// plugins share one) or `prefixed` (`<plugin>__<tool>` for every tool).
+    #[serde(default)]
+    pub tool_names: ToolNames,
+    /// Which MCP sessions receive codemode's log as `notifications/message`: `"all"`,
+    /// `"none"`, or `{ token_env = "VAR" }` (sessions signed in with that operator token).
+    /// Default: all under `codemode mcp`, none under `codemode serve`.
+    pub client_logs: Option<super::logs::ClientLogs>,
+    /// `codemode serve`: answer every request on its own, with no MCP session (for
+    /// replicas behind a load balancer; see `--stateless`).
+    #[serde(default)]
+    pub stateless: bool,
+    /// `codemode serve`: where to serve /healthz, /readyz and /metrics.
+    pub ops_listen: Option<std::net::SocketAddr>,
+    /// `codemode serve` with replicas: this replica's own MCP URL, as the others reach
+    /// it (`http://10.1.2.3:8931/mcp`). A 2026-07-28 client's program paused for an
+    /// answer is named by it, and a retry that reaches another replica is passed on to
+    /// it (see `serve::rounds`).
+    pub replica_url: Option<String>,
+    /// The environment variable holding the key that seals request states (at least
+    /// 32 bytes), the same on every replica (default `CODEMODE_STATE_KEY`; without it,
+    /// a key of this process).
+    #[serde(default = "default_state_key_env")]
+    pub state_key_env: String,
+    /// `tools.$search`'s sentence encoder: the folder of all-MiniLM-L6-v2 (relative to
+    /// this file), or `"off"` for BM25 alone. Without it, codemode looks in
+    /// `$XDG_DATA_HOME/codemode/models/all-MiniLM-L6-v2`, then the container image's
+    /// copy (`crate::tool::semantic::find_model`).
+    pub search_model: Option<String>,
+}
+
+fn default_state_key_env() -> String {
+    "CODEMODE_STATE_KEY".into()
+}
+
+/// How large the tool declarations in the execute description may grow.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CatalogBudget {
+    /// Declare every tool while the declarations take at most this many characters.
+    Chars(usize),
+    /// Always declare every tool (seed 000's rule at any size).
+    Unlimited,
+}
+
+impl CatalogBudget {
+    /// About 8,000 characters: some thirty tools with their schemas.
+    pub const DEFAULT: Self = Self::Chars(8_000);
+}
+
+impl Default for CatalogBudget {
+    fn default() -> Self {
+        Self::DEFAULT
+    }
+}
+
+impl<'de> Deserialize<'de> for CatalogBudget {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        #[derive(Deserialize)]
+        #[serde(untagged)]
+        enum Written {
+            Chars(usize),
+            Word(String),
+        }
+        match Written::deserialize(deserializer) {
+            Ok(Written::Chars(n)) if n > 0 => Ok(Self::Chars(n)),
+            Ok(Written::Word(w)) if w == "unlimited" => Ok(Self::Unlimited),
+            _ => Err(serde::de::Error::custom(
+                "catalog_budget must be a number of characters above 0 (default 8000) or \"unlimited\"",
+            )),
+        }
+    }
+}
+
+impl Default for ServerConfig {
+    fn default() -> Self {
+        Self {
+            mode: ServerMode::default(),
+            max_concurrent_programs: default_concurrent_programs(),
+            max_programs_per_session: None,
+            max_paused_programs: None,
+            max_paused_programs_per_session: None,
+            output_bytes: default_output_bytes(),
+            allowed_origins: Vec::new(),
+            warm_workers: None,
+            stateless: false,
+            ops_listen: None,
+            replica_url: None,
+            state_key_env: default_state_key_env(),
+            search_model: None,
+            max_sessions: default_max_sessions(),
+            session_idle_ms: default_session_idle_ms(),
+            tls_cert: None,
+            tls_key: None,
+            catalog_budget: CatalogBudget::DEFAULT,
+            tool_names: ToolNames::Own,
+            client_logs: None,
+        }
+    }
+}
+
+fn default_max_sessions() -> usize {
+    256
+}
+
+fn default_session_idle_ms() -> u64 {
+    10 * 60 * 1000
+}
+
+fn default_concurrent_programs() -> usize {
+    8
+}
+
+impl ServerConfig {
+    /// `max_paused_programs`, or its default: twice `max_concurrent_programs`. A paused
+    /// program's worker is idle but keeps its memory, so the default keeps the workers
+    /// alive within three times the running ones, while every slot's program can pause
+    /// and the slots, refilled, can pause once more before a question is refused.
+    pub fn paused_programs(&self) -> usize {
+        self.max_paused_programs.unwrap_or(2 * self.max_concurrent_programs.max(1))
+    }
+}
+
+fn default_output_bytes() -> usize {
+    64 * 1024
+}
+
+/// How the MCP server presents the tools.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ServerMode {
+    /// One `execute` tool running JavaScript programs.
+    #[default]
+    Code,
+    /// Each plugin tool as an MCP tool of its own.
+    Tools,
+}
+
+/// How separate tools mode names each plugin tool.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ToolNames {
+    /// Seed 000's rule: a tool keeps its own name, and `<plugin>_<tool>` is used only
+    /// for a name two plugins share.
+    #[default]
+    Own,
+    /// Seed 003's rule: every tool is `<plugin>__<tool>`.
+    Prefixed,
+}
