@@ -37,9 +37,9 @@ pub mod config_discovery;
 pub mod examples;
 pub mod oauth;
 pub mod sandbox_report;
-pub mod serve;
 pub mod terminal_approvals;
 
+pub use codemode_mcp_server as serve;
 pub use codemode_plugin_runtimes as plugins;
 pub use codemode_plugin_runtimes::tls;
 

@@ -8,7 +8,7 @@
 //! matches what programs can call.
 //!
 //! How the tools are shown depends on the catalog's size ([`CatalogBudget`]): while
-//! their TypeScript declarations ([`crate::typescript`]) fit the budget, every tool is
+//! their TypeScript declarations ([`codemode_core::typescript`]) fit the budget, every tool is
 //! declared in full (seed 000's rule); past it, each plugin gets one line (its summary
 //! and tool names) and the program finds declarations with `tools.$search`, so a
 //! thousand tools do not cost every session a quarter of a million characters.
@@ -16,9 +16,9 @@
 use serde_json::Value;
 
 use super::settings::{CatalogBudget, ServerMode, ToolNames};
-use crate::limits::{human_bytes, human_duration, Limits};
-use crate::tool::{Approval, Catalog, Tool};
-use crate::typescript::{access_path, property_key};
+use codemode_core::limits::{human_bytes, human_duration, Limits};
+use codemode_core::tool::{Approval, Catalog, Tool};
+use codemode_core::typescript::{access_path, property_key};
 
 /// The plugin listing of a large catalog grows to at most this many times the budget
 /// (16,000 characters at the default budget), by naming fewer of each plugin's tools.
@@ -30,7 +30,7 @@ const FEWEST_NAMES: usize = 3;
 
 /// The `execute` tool's description for `catalog` under `limits`, with results cut at
 /// `output_bytes` and the tools declared in full while they fit `budget`; `ranker`
-/// names how `tools.$search` ranks (`crate::dispatch::builtin::search_ranker`).
+/// names how `tools.$search` ranks (`codemode_core::dispatch::builtin::search_ranker`).
 pub fn execute_description(
     catalog: &Catalog,
     limits: &Limits,
@@ -38,7 +38,7 @@ pub fn execute_description(
     budget: CatalogBudget,
     ranker: &str,
 ) -> String {
-    let declarations = crate::typescript::declarations(catalog);
+    let declarations = codemode_core::typescript::declarations(catalog);
     let tool_count: usize = catalog.plugins().map(|(_, tools)| tools.filter(|t| !t.definition.hidden).count()).sum();
     let tools_section = match budget {
         CatalogBudget::Chars(limit) if declarations.len() > limit => large_catalog(catalog, tool_count, limit, ranker),
@@ -234,7 +234,7 @@ pub fn instructions(rules: &str, mode: ServerMode, names: ToolNames) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::tool::{ToolDefinition, ToolResult};
+    use codemode_core::tool::{ToolDefinition, ToolResult};
     use serde_json::json;
 
     fn catalog() -> Catalog {
@@ -243,7 +243,7 @@ mod tests {
             "Deletes a note.",
             json!({ "type": "object", "properties": { "id": { "type": "integer" } }, "required": ["id"] }),
         );
-        approve.requires_approval = crate::tool::Approval::Always;
+        approve.requires_approval = codemode_core::tool::Approval::Always;
         Catalog::new()
             .with("weather", Tool::from_fn(ToolDefinition::new("forecast", "Forecast for a city.", json!({ "type": "object", "properties": { "city": { "type": "string" } }, "required": ["city"] })), |_, _| async { ToolResult::text("x") }))
             .unwrap()
@@ -333,7 +333,7 @@ mod tests {
             &Limits::default(),
             64 * 1024,
             CatalogBudget::DEFAULT,
-            crate::tool::semantic::RANKER,
+            codemode_core::tool::semantic::RANKER,
         );
         assert!(meaning.contains("it ranks by meaning and words together (all-MiniLM-L6-v2 + BM25)."), "{meaning}");
         // Below the budget, the seed's rule holds unchanged.

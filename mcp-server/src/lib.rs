@@ -11,7 +11,7 @@
 //!   chose;
 //! - [`http`]: the streamable HTTP listener with its bearer-token check (stateful, or
 //!   stateless for replicas behind a load balancer);
-//! - [`ops`]: the operations listener (`/healthz`, `/readyz`, `/metrics`);
+//! - [`operations`]: the operations listener (`/healthz`, `/readyz`, `/metrics`);
 //! - [`slots`]: program slots shared fairly between sessions;
 //! - [`approvals`]: asking the person behind the client (elicitation, in a session or
 //!   through Multi Round-Trip Requests);

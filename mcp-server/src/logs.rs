@@ -147,7 +147,9 @@ impl<S: tracing::Subscriber> tracing_subscriber::Layer<S> for ClientLogLayer {
         let metadata = event.metadata();
         // The per-program event is the operator's record of every caller's programs:
         // never a client's.
-        if !metadata.target().starts_with("codemode") || metadata.target() == crate::telemetry::PROGRAM_LOG_TARGET {
+        if !metadata.target().starts_with("codemode")
+            || metadata.target() == codemode_core::telemetry::PROGRAM_LOG_TARGET
+        {
             return;
         }
         let level = match *metadata.level() {

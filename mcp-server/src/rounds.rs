@@ -219,7 +219,7 @@ impl Rounds {
             }
         };
         let sealer = StateSealer::new(&key)?;
-        crate::tls::ensure_provider();
+        codemode_plugin_runtimes::tls::ensure_provider();
         let http = reqwest::Client::builder()
             .redirect(reqwest::redirect::Policy::none())
             .timeout(state_ttl)
@@ -412,12 +412,12 @@ impl Rounds {
         }
         let response = match request.send().await {
             Ok(response) => response,
-            Err(e) => return Ok(gone(crate::plugins::mcp::http::with_causes(&e))),
+            Err(e) => return Ok(gone(codemode_plugin_runtimes::mcp::http::with_causes(&e))),
         };
         let status = response.status();
         let text = match response.text().await {
             Ok(text) => text,
-            Err(e) => return Ok(gone(crate::plugins::mcp::http::with_causes(&e))),
+            Err(e) => return Ok(gone(codemode_plugin_runtimes::mcp::http::with_causes(&e))),
         };
         let answer = json_rpc_answer(&text).ok_or_else(|| {
             ErrorData::internal_error(

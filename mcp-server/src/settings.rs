@@ -1,7 +1,7 @@
 //! The MCP server's settings: the `[server]` table of the configuration file
 //! ([`ServerConfig`]), which `codemode mcp` and `codemode serve` read and their flags
 //! override. Defined beside the server that uses them, so that the server needs nothing
-//! from the configuration file's module (`crate::config` re-exports them).
+//! from the configuration file (`codemode::config` re-exports them).
 
 use std::path::PathBuf;
 
@@ -83,7 +83,7 @@ pub struct ServerConfig {
     /// `tools.$search`'s sentence encoder: the folder of all-MiniLM-L6-v2 (relative to
     /// this file), or `"off"` for BM25 alone. Without it, codemode looks in
     /// `$XDG_DATA_HOME/codemode/models/all-MiniLM-L6-v2`, then the container image's
-    /// copy (`crate::tool::semantic::find_model`).
+    /// copy (`codemode_core::tool::semantic::find_model`).
     pub search_model: Option<String>,
 }
 

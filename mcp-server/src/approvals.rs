@@ -10,7 +10,7 @@
 //!   paused program's rounds ([`super::rounds`]) and waits for the answer they bring.
 //!
 //! The questions are the same either way: a yes-or-no question, a form, or a page to
-//! open, with the text a person can trust ([`crate::tool::shown`]).
+//! open, with the text a person can trust ([`codemode_core::tool::shown`]).
 //!
 //! Either way the program waits for a person, and its worker is idle meanwhile: the
 //! program pauses ([`super::slots::Seat::pause`], giving its slot back) before its
@@ -28,8 +28,8 @@ use serde_json::{json, Value};
 use tokio::sync::{mpsc, oneshot};
 
 use super::slots::Seat;
-use crate::tool::form::Form;
-use crate::tool::{ApprovalAnswer, ApprovalQuestion};
+use codemode_core::tool::form::Form;
+use codemode_core::tool::{ApprovalAnswer, ApprovalQuestion};
 
 /// How long a question of a 2026-07-28 client waits for the client to come back with
 /// the answer (within the program's wall clock); then it is refused and the program
@@ -160,9 +160,9 @@ impl Approvals {
     ) -> Result<(), String> {
         let name = format!("tools.{plugin}.{tool}");
         let why = reason.map(|r| format!(" ({r})")).unwrap_or_default();
-        let shown = crate::tool::shown::input_for_person(&input)
+        let shown = codemode_core::tool::shown::input_for_person(&input)
             .map_err(|refused| format!("{name} needs a person's approval, and {refused}"))?;
-        let message = crate::tool::shown::visible(&format!(
+        let message = codemode_core::tool::shown::visible(&format!(
             "Allow the tool {tool} of plugin {plugin}{why} to run with this input?\n\n{shown}"
         ));
         match Self::elicit(&asker, message).await {
@@ -183,12 +183,12 @@ impl Approvals {
         let mut message =
             format!("The tool {} of plugin {} asks: {}", question.tool, question.plugin, question.message.trim());
         if let Some(details) = &question.details {
-            match crate::tool::shown::input_for_person(details) {
+            match codemode_core::tool::shown::input_for_person(details) {
                 Ok(shown) => message.push_str(&format!("\n\n{shown}")),
                 Err(refused) => return ApprovalAnswer::refused(format!("the question's details: {refused}")),
             }
         }
-        let message = crate::tool::shown::visible(&message);
+        let message = codemode_core::tool::shown::visible(&message);
         let form = match question.form.as_ref().map(|schema| (Form::from_schema(schema), schema)) {
             Some((Ok(form), schema)) => Some((form, schema.clone())),
             Some((Err(why), _)) => return ApprovalAnswer::refused(format!("the form cannot be shown: {why}")),

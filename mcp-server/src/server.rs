@@ -48,11 +48,11 @@ use super::description::{execute_description, instructions};
 use super::logs;
 use super::rounds::{Binding, Resumed};
 use super::settings::{ServerConfig, ServerMode, ToolNames};
-use crate::dispatch::{ApprovedOnce, CallError, CallHooks, Missing, Resolve, RunRequest};
-use crate::executor::{Executor, Program};
-use crate::limits::Limits;
-use crate::outcome::{Outcome, OutcomeKind};
-use crate::tool::{
+use codemode_core::dispatch::{ApprovedOnce, CallError, CallHooks, Missing, Resolve, RunRequest};
+use codemode_core::executor::{Executor, Program};
+use codemode_core::limits::Limits;
+use codemode_core::outcome::{Outcome, OutcomeKind};
+use codemode_core::tool::{
     Approval, ApprovalAnswer, ApprovalQuestion, Approver, CallProgress, Caller, Catalog, Content, ProgressSink, Tool,
     ToolResult,
 };
@@ -196,8 +196,10 @@ impl CodemodeServer {
             ServerMode::Code => {
                 // The ranker searches will use once the tools are embedded (the list is
                 // made once per catalog).
-                let ranker =
-                    crate::dispatch::builtin::search_ranker(self.shared.executor.semantic().map(|s| s.as_ref()), true);
+                let ranker = codemode_core::dispatch::builtin::search_ranker(
+                    self.shared.executor.semantic().map(|s| s.as_ref()),
+                    true,
+                );
                 let description = execute_description(
                     catalog,
                     &self.shared.limits,
@@ -376,7 +378,7 @@ impl CodemodeServer {
     }
 
     /// A plugin tool called directly (separate-tools mode): the same path as a program's
-    /// call ([`crate::dispatch::call`]), approvals asked through the client, progress
+    /// call ([`codemode_core::dispatch::call`]), approvals asked through the client, progress
     /// sent when the client gave a progress token, the result cut to `output_bytes`.
     async fn call_separate(
         &self,
@@ -556,7 +558,7 @@ impl ServerHandler for CodemodeServer {
         // 2026-07-28 cache hints: the list is the same for every caller, and a plugin's
         // changes reach it within a second (they are coalesced that often), so a list
         // is never older than that.
-        let ttl = u64::try_from(crate::plugins::CHANGE_INTERVAL.as_millis()).unwrap_or(u64::MAX);
+        let ttl = u64::try_from(codemode_plugin_runtimes::CHANGE_INTERVAL.as_millis()).unwrap_or(u64::MAX);
         let mut result = ListToolsResult::with_all_items(tools).with_ttl_ms(ttl).with_cache_scope(CacheScope::Public);
         result.next_cursor = next;
         Ok(result)
@@ -586,7 +588,7 @@ impl ServerHandler for CodemodeServer {
                     if context.sink().send(notification).await.is_err() {
                         return Ok(());
                     }
-                    tokio::time::sleep(crate::plugins::CHANGE_INTERVAL).await;
+                    tokio::time::sleep(codemode_plugin_runtimes::CHANGE_INTERVAL).await;
                 }
             }
         }
@@ -630,7 +632,7 @@ impl ServerHandler for CodemodeServer {
                         if changed.is_err() || peer.is_transport_closed() || peer.notify_tool_list_changed().await.is_err() {
                             return;
                         }
-                        tokio::time::sleep(crate::plugins::CHANGE_INTERVAL).await;
+                        tokio::time::sleep(codemode_plugin_runtimes::CHANGE_INTERVAL).await;
                     }
                     () = tokio::time::sleep(std::time::Duration::from_secs(30)) => {
                         if peer.is_transport_closed() {
@@ -893,7 +895,7 @@ pub fn program_result(outcome: &Outcome, cap: usize) -> CallToolResult {
     };
     content.extend(outcome.console_text().map(|console| ContentBlock::text(cut_text(&console, cap).text)));
     content.extend(
-        crate::outcome::unawaited_note(&outcome.unawaited_calls)
+        codemode_core::outcome::unawaited_note(&outcome.unawaited_calls)
             .map(|note| ContentBlock::text(cut_text(&note, cap).text)),
     );
     content.extend(outcome.sandbox_warning().map(ContentBlock::text));
@@ -1134,7 +1136,7 @@ mod tests {
     fn names_catalog(pairs: &[(&str, &str)]) -> Catalog {
         let mut catalog = Catalog::new();
         for (plugin, tool) in pairs {
-            let definition = crate::tool::ToolDefinition::new(*tool, "d", protocol::mcp::empty_object_schema());
+            let definition = codemode_core::tool::ToolDefinition::new(*tool, "d", protocol::mcp::empty_object_schema());
             catalog.add(plugin, Tool::from_fn(definition, |_, _| async { ToolResult::text("x") })).unwrap();
         }
         catalog

@@ -181,7 +181,7 @@ pub struct HttpOptions {
 pub fn tls_config(cert: &std::path::Path, key: &std::path::Path) -> anyhow::Result<Arc<rustls::ServerConfig>> {
     use rustls::pki_types::pem::PemObject;
     use rustls::pki_types::{CertificateDer, PrivateKeyDer};
-    crate::tls::ensure_provider();
+    codemode_plugin_runtimes::tls::ensure_provider();
     let certs: Vec<CertificateDer<'static>> = CertificateDer::pem_file_iter(cert)
         .map_err(|e| anyhow::anyhow!("cannot read the TLS certificate {}: {e}", cert.display()))?
         .collect::<Result<_, _>>()

@@ -8,7 +8,7 @@
 //! - `GET /readyz`: 200 once the server takes MCP requests and has loaded its search
 //!   model (or fallen back to ranking by words), and while it is healthy; 503 before and
 //!   after (a draining replica stops being ready first).
-//! - `GET /metrics`: Prometheus text exposition of [`crate::telemetry`]'s metrics,
+//! - `GET /metrics`: Prometheus text exposition of [`codemode_core::telemetry`]'s metrics,
 //!   rendered by `metrics-exporter-prometheus`.
 //!
 //! Anything else is 404; a method other than GET or HEAD is 405.
@@ -23,9 +23,9 @@ use http_body_util::Full;
 use metrics_exporter_prometheus::{Matcher, PrometheusBuilder, PrometheusHandle};
 use protocol::worker::{Layer, MissingLayer};
 
-use crate::launcher::LaunchMode;
-use crate::telemetry;
-use crate::Executor;
+use codemode_core::launcher::LaunchMode;
+use codemode_core::telemetry;
+use codemode_core::Executor;
 
 /// Why the operations listener cannot start.
 #[derive(Debug, thiserror::Error)]

@@ -19,7 +19,7 @@
 
 use serde_json::Value;
 
-use crate::limits::human_bytes;
+use codemode_core::limits::human_bytes;
 
 /// What kind of media item.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
