@@ -290,13 +290,7 @@ fn permitted(patterns: &[HostEntry], url: &Url) -> bool {
 
 /// An error with its causes, as one line.
 fn describe(url: &Url, error: &reqwest::Error) -> String {
-    let mut text = format!("fetch {url}: {error}");
-    let mut source = std::error::Error::source(error);
-    while let Some(cause) = source {
-        text.push_str(&format!(": {cause}"));
-        source = cause.source();
-    }
-    text
+    format!("fetch {url}: {}", crate::mcp::http::with_causes(error))
 }
 
 #[cfg(test)]
