@@ -9,6 +9,7 @@
 #   plico             seed 002 (tools/*.tool.ts, zod 3, ArkType, CommonJS packages)
 #   globals           seed 003 (one globalThis.tools script; no packages)
 #   podcode           seed 004 (one module, zod 3)
+#   podcode-above     seed 004's example in plugins/, its zod installed one folder above
 #   schema-libs       the schema libraries tests/js/plugin_schema.test.mjs converts
 source "$(dirname "$0")/lib.sh"
 ensure_node
@@ -42,4 +43,5 @@ fixture zhin "$FORMATS/zhin"
 fixture plico "$FORMATS/plico"
 fixture globals "$FORMATS/globals"
 fixture podcode "$FORMATS/podcode"
+fixture podcode-above "$FORMATS/podcode-above"
 fixture schema-libs "$FORMATS/schema-libs" '{ "name": "schema-libs", "private": true, "dependencies": { "zod": "4.6.7", "zod3": "npm:zod@3.25.76", "valibot": "1.5.0", "@valibot/to-json-schema": "1.8.0", "arktype": "2.2.10" } }'

@@ -3,7 +3,7 @@
 # a virtualenv under target/, then drives `codemode mcp` (stdio) and `codemode serve`
 # (streamable HTTP) with it (tests/mcp/test_mcp_server.py), a remote MCP server built with
 # the same SDK as a plugin (tests/mcp/test_remote_plugins.py), and the seed-format plugins
-# behind it (tests/mcp/test_plugin_formats.py), the large-catalog example with the MCP
+# behind it (tests/mcp/test_plugin_formats.py, tests/mcp/test_podcode_output.py), the large-catalog example with the MCP
 # reference server from npm (tests/mcp/test_large_catalog.py), and the service features
 # (stateless replicas, operations endpoints, JSON log: tests/mcp/test_service.py).
 # Part of scripts/test.sh.
@@ -31,3 +31,5 @@ ensure_mcp_everything
 # The seed systems' plugin formats behind the server (approvals through elicitation).
 [ -d target/formats/zhin/node_modules ] || bash scripts/npm-fixtures.sh
 "$MCP_VENV/bin/python" tests/mcp/test_plugin_formats.py target/release/codemode
+# Podcode's truncation and change journal as the agent receives them.
+"$MCP_VENV/bin/python" tests/mcp/test_podcode_output.py target/release/codemode

@@ -4,6 +4,14 @@
 //! returns: the returned value as JSON text (a string as it is), then the console
 //! output; or, for a failed program, the reason first. [`OutcomeKind`] gives each way
 //! of ending its own variant, and every limit carries the limit's value.
+//!
+//! The change journal ([`RecordedChange`]): a tool that changes files may list what it
+//! changed in its result's `_meta` under [`CHANGES_META`] (Podcode's
+//! `ctx.recordChange`); the dispatch collects those of every call of the program, in
+//! the order the calls answered, into [`Outcome::changes`]. `codemode run --json` lists
+//! them whole; the agent reads one line per change after the value
+//! ([`Outcome::changes_text`]), and the MCP server also puts the whole journal in the
+//! `execute` result's `_meta` under the same key.
 
 use std::time::Duration;
 
@@ -143,6 +151,47 @@ pub struct Outcome {
     /// How long each phase took, when a worker ran the program to its end.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub phases: Option<Phases>,
+    /// The files the program's tool calls changed, as the tools recorded them (the
+    /// change journal), in the order the calls answered.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub changes: Vec<RecordedChange>,
+}
+
+/// The result `_meta` key under which a tool lists the files its call changed (a list
+/// of `{ file, op, oldContent, newContent }`).
+pub const CHANGES_META: &str = "codemode/changes";
+
+/// One file a tool call changed, as the tool recorded it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RecordedChange {
+    /// The call that recorded it: `tools.<plugin>.<tool>` (filled in by the host).
+    #[serde(default)]
+    pub call: String,
+    /// The file, as the tool named it.
+    pub file: String,
+    /// What happened to it: `create`, `modify`, `delete` (as the tool said).
+    pub op: String,
+    /// Its content before, when it had one.
+    #[serde(default)]
+    pub old_content: Option<String>,
+    /// Its content after, when it has one.
+    #[serde(default)]
+    pub new_content: Option<String>,
+}
+
+impl RecordedChange {
+    /// The changes a tool result lists under [`CHANGES_META`], each marked with `call`;
+    /// entries that are not `{ file, op, ... }` objects are left out.
+    pub fn from_result_meta(meta: Option<&serde_json::Map<String, serde_json::Value>>, call: &str) -> Vec<Self> {
+        let Some(serde_json::Value::Array(list)) = meta.and_then(|m| m.get(CHANGES_META)) else {
+            return Vec::new();
+        };
+        list.iter()
+            .filter_map(|item| serde_json::from_value::<RecordedChange>(item.clone()).ok())
+            .map(|change| RecordedChange { call: call.to_string(), ..change })
+            .collect()
+    }
 }
 
 /// How long each phase of a program took: the call to the worker holding the program,
@@ -340,6 +389,7 @@ impl Outcome {
             (_, None) => {}
         }
         parts.extend(self.console_text());
+        parts.extend(self.changes_text());
         parts.extend(unawaited_note(&self.unawaited_calls));
         parts.extend(self.sandbox_warning());
         parts.join("\n\n")
@@ -362,6 +412,19 @@ impl Outcome {
             ));
         }
         Some(console.trim_end_matches('\n').to_string())
+    }
+
+    /// The change journal as an agent reads it: one line per change (what, which file,
+    /// which call); `None` when no call recorded a change.
+    pub fn changes_text(&self) -> Option<String> {
+        if self.changes.is_empty() {
+            return None;
+        }
+        let mut text = format!("Changes recorded by tools ({}):", self.changes.len());
+        for change in &self.changes {
+            text.push_str(&format!("\n- {} {} ({})", change.op, change.file, change.call));
+        }
+        Some(text)
     }
 
     /// The warning an agent reads when the program ran with sandbox layers missing.
@@ -387,6 +450,7 @@ mod tests {
             sandbox_missing: Vec::new(),
             unawaited_calls: Vec::new(),
             phases: None,
+            changes: Vec::new(),
         }
     }
 
@@ -437,6 +501,36 @@ mod tests {
         assert_eq!(
             outcome(kind, "", 0).agent_text(),
             "Error: a promise the program did not handle rejected with Error: left (line 1, column 16)"
+        );
+    }
+
+    #[test]
+    fn the_change_journal_is_read_from_a_result_and_listed_after_the_console() {
+        let meta = serde_json::json!({ "codemode/changes": [
+            { "file": "notes/a.md", "op": "create", "oldContent": null, "newContent": "hi" },
+            { "nonsense": true },
+        ] });
+        let changes = RecordedChange::from_result_meta(meta.as_object(), "tools.notes.write");
+        assert_eq!(
+            changes,
+            [RecordedChange {
+                call: "tools.notes.write".into(),
+                file: "notes/a.md".into(),
+                op: "create".into(),
+                old_content: None,
+                new_content: Some("hi".into()),
+            }]
+        );
+        let mut done = outcome(OutcomeKind::Ok { value: Some("\"ok\"".into()) }, "log\n", 0);
+        done.changes = changes;
+        assert_eq!(
+            done.agent_text(),
+            "ok\n\nConsole output:\nlog\n\nChanges recorded by tools (1):\n- create notes/a.md (tools.notes.write)"
+        );
+        let json = serde_json::to_value(&done).unwrap_or_default();
+        assert_eq!(
+            json["changes"],
+            serde_json::json!([{ "call": "tools.notes.write", "file": "notes/a.md", "op": "create", "oldContent": null, "newContent": "hi" }])
         );
     }
 

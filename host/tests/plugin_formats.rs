@@ -175,6 +175,7 @@ fn seed_001_zhin_tools_named_after_their_folders() {
         "zod's constraints and default are in the declaration: {out}"
     );
     assert!(out.contains("tools.bot.short_url(input: {"), "{out}");
+    assert!(out.contains("tools.bot.say(input: {"), "{out}");
     assert!(out.contains("Promise<string>  // hidden: callable, but not shown to agents"), "{out}");
     assert!(
         out.contains("! plugin bot (note): agents/reviewer/tools/check-result: a tool private to an agent; codemode has no agents to select"),
@@ -193,8 +194,14 @@ fn seed_001_zhin_tools_named_after_their_folders() {
     assert!(
         rejection(&cfg, r#"tools.bot.echo({ message: "" })"#).starts_with("invalid input for bot.echo: input.message:")
     );
-    // 'once' and 'on-risk' for a destructive tool need a person: under `codemode run` nobody can be asked.
-    for call in [r#"tools.bot.short_url({ url: "https://example.com/a" })"#, r#"tools.bot.wipe({ user: "ann" })"#] {
+    // 'once', and the default 'on-risk' for a tool not marked read-only (the document's own
+    // echo example, `say`, and a destructive one), need a person: under `codemode run`
+    // nobody can be asked. `touch` says `readOnlyHint`, so on-risk lets it run (below).
+    for call in [
+        r#"tools.bot.short_url({ url: "https://example.com/a" })"#,
+        r#"tools.bot.wipe({ user: "ann" })"#,
+        r#"tools.bot.say({ message: "hi" })"#,
+    ] {
         let e = rejection(&cfg, call);
         assert!(
             e.contains("needs a person's approval (")
@@ -214,6 +221,101 @@ fn seed_001_zhin_tools_named_after_their_folders() {
     let offered = ["config: object", "owner: string", "signal: object"].map(|s| json!(s));
     let not_offered = members[3..].iter().map(|m| json!(format!("codemode does not offer context.{m}")));
     assert_eq!(v, Value::Array(offered.into_iter().chain(not_offered).collect()));
+    // Allowed, the document's echo example runs.
+    let (code, out, err) = codemode(
+        &["run", "--json", "--approve", "bot.say", "--config", cfg.to_str().unwrap(), "-"],
+        r#"return await tools.bot.say({ message: "hi" })"#,
+        &[],
+    );
+    assert_eq!(code, 0, "{out}{err}");
+    assert_eq!(serde_json::from_str::<Value>(&out).unwrap()["value"], json!("\"echo: hi\""));
+}
+
+/// zhin.js's Path Two, the document's own `lottery` example: `definePlugin({ name,
+/// setup(context) })` adds its tools with `context.addTool` when `context.config.get()`
+/// allows; a plugin whose setup throws offers nothing and says why.
+#[test]
+fn seed_001_zhin_path_two_plugins_add_their_tools_in_setup() {
+    const LOTTERY: &str = r#"// plugins/utils/lottery/plugin.ts (excerpt)
+import { definePlugin } from 'zhin.js';
+import { defineAgentTool } from '@zhin.js/tool';
+
+export default definePlugin({
+  name: 'lottery',
+  async setup(context) {
+    if (!context.config.get().agentToolsEnabled) return;
+    context.addTool('lottery_sync', defineAgentTool({
+      description: 'Synchronize lottery draws',
+      requiresApproval: 'always',
+      inputSchema: { type: 'object', properties: {} },
+      execute: async (_input, toolContext) => toolContext.use(lotteryDatabaseToken).sync(),
+    }));
+  },
+});
+"#;
+    let dir = folder("zhin-lottery", &[("plugin.ts", LOTTERY)]);
+    let entry = |settings: &str| {
+        config(&format!(
+            "[[plugin]]\nname = \"lottery\"\nkind = \"javascript\"\npath = \"{}\"\nsettings = {{ {settings} }}\n",
+            dir.display()
+        ))
+    };
+    let enabled = entry("agentToolsEnabled = true");
+    let (code, out, err) = tools(&enabled, false, &[]);
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        out.contains("tools.lottery.lottery_sync(input?: {}): Promise<string>\n    Synchronize lottery draws"),
+        "{out}"
+    );
+    // 'always' asks; allowed, the handler runs, and what codemode has nothing behind is named.
+    let (code, out, err) = codemode(
+        &["run", "--json", "--approve", "lottery.lottery_sync", "--config", enabled.to_str().unwrap(), "-"],
+        "try { await tools.lottery.lottery_sync({}) } catch (e) { return e.message }",
+        &[],
+    );
+    assert_eq!(code, 0, "{out}{err}");
+    assert_eq!(serde_json::from_str::<Value>(&out).unwrap()["value"], json!("\"codemode does not offer context.use\""));
+    // The configuration decides: without agentToolsEnabled, setup adds nothing.
+    let (_, out, _) = tools(&entry("agentToolsEnabled = false"), false, &[]);
+    assert!(
+        out.contains("plugin lottery cannot load: plugin.ts: setup() added no tools (it did not call context.addTool), so the plugin offers none"),
+        "{out}"
+    );
+
+    // Tools added with the configuration's values; one whose setup throws after an
+    // addTool offers none of them.
+    let greeter = r#"import { definePlugin } from 'zhin.js';
+import { defineAgentTool } from '@zhin.js/tool';
+
+export default definePlugin({
+  name: 'greeter',
+  setup(context) {
+    const { greeting } = context.config.get();
+    context.addTool('greet', defineAgentTool({
+      description: 'Greets someone',
+      requiresApproval: 'never',
+      inputSchema: { type: 'object', properties: { name: { type: 'string' } }, required: ['name'] },
+      execute: async ({ name }) => `${greeting}, ${name}`,
+    }));
+    if (greeting === 'boom') throw new Error('the greetings database is unreachable');
+  },
+});
+"#;
+    let dir = folder("zhin-greeter", &[("plugin.ts", greeter)]);
+    let entry = |greeting: &str| {
+        config(&format!(
+            "[[plugin]]\nname = \"greeter\"\nkind = \"javascript\"\npath = \"{}\"\nsettings = {{ greeting = \"{greeting}\" }}\n",
+            dir.display()
+        ))
+    };
+    assert_eq!(run(&entry("Hello"), r#"return await tools.greeter.greet({ name: "Ann" })"#, &[]), json!("Hello, Ann"));
+    let failing = entry("boom");
+    let (_, out, _) = tools(&failing, false, &[]);
+    assert!(
+        out.contains("plugin greeter cannot load: plugin.ts: setup() threw, so none of the tools it added are offered: the greetings database is unreachable"),
+        "{out}"
+    );
+    assert!(!out.contains("greet("), "{out}");
 }
 
 #[test]
@@ -325,7 +427,7 @@ async fn seed_004_a_podcode_module_with_fetch_config_and_attachments() {
         let (code, out, _) = tools(&cfg, false, &[]);
         assert_eq!(code, 0);
         assert!(out.contains("tools.deploy.deploy_status(input: {\n  /** Service name, e.g. 'api' or 'web'. */\n  service: string;"), "{out}");
-        assert!(out.contains("! plugin deploy (note): tool deploy_status: `truncation` is not honoured"), "{out}");
+        assert!(!out.contains("truncation"), "`truncation` is honoured, so nothing is said about it: {out}");
         assert_eq!(
             run(&cfg, r#"return await tools.deploy.deploy_status({ service: "api" })"#, &[]),
             json!("Service api is green on release v42, deployed today.")
@@ -334,7 +436,7 @@ async fn seed_004_a_podcode_module_with_fetch_config_and_attachments() {
         // Without net_hosts, the global fetch reaches nothing.
         let e = rejection(&closed, r#"tools.deploy.deploy_status({ service: "api" })"#);
         assert_eq!(e, format!("fetch: plugin deploy may not reach 127.0.0.1:{port}: its configuration entry's net_hosts allows no hosts; add \"127.0.0.1:{port}\" to net_hosts in the plugin's configuration entry to allow it"));
-        // ctx: identity, abort; messages and recordChange are not offered; ask needs a person.
+        // ctx: identity, abort, recordChange; messages cannot exist under MCP; ask needs a person.
         let v = run(&cfg, "return JSON.parse(await tools.deploy.context({}))", &[]);
         assert_eq!(v, json!({ "sessionID": null, "callID": "1", "agent": null, "aborted": false }));
         for (member, expected) in [
@@ -344,12 +446,12 @@ async fn seed_004_a_podcode_module_with_fetch_config_and_attachments() {
             ("parentID", "undefined"),
             ("rootID", "undefined"),
             ("agent", "undefined"),
-            ("messages", "codemode does not offer ctx.messages"),
+            ("messages", "ctx.messages is not available in codemode: an MCP server is never sent the agent's conversation (MCP carries no chat history to the tools it calls), so there are no messages to read; pass what the tool needs in its arguments"),
             ("mainCwd", "undefined"),
             ("abort", "object"),
             ("metadata", "function"),
             ("ask", "function"),
-            ("recordChange", "codemode does not offer ctx.recordChange"),
+            ("recordChange", "function"),
         ] {
             let v = run(&cfg, &format!(r#"return await tools.deploy.context({{ member: "{member}" }})"#), &[]);
             assert_eq!(v, json!(expected), "{member}");
@@ -365,6 +467,114 @@ async fn seed_004_a_podcode_module_with_fetch_config_and_attachments() {
     .unwrap();
 }
 
+/// The whole `codemode run --json` outcome of `program` under `config` with `args` (it
+/// must succeed).
+fn outcome_of(config: &Path, program: &str, args: &[&str], env: &[(&str, &str)]) -> Value {
+    let mut all = vec!["run", "--json", "--config", config.to_str().unwrap()];
+    all.extend_from_slice(args);
+    all.push("-");
+    let (code, out, err) = codemode(&all, program, env);
+    let outcome: Value = serde_json::from_str(&out).unwrap_or_else(|e| panic!("not JSON ({e}): {out}\n{err}"));
+    assert_eq!((code, &outcome["kind"]), (0, &json!("ok")), "{outcome:#}\n{err}");
+    outcome
+}
+
+/// The 64-byte numbered lines of `notes.mjs`'s build log of `kb` KiB.
+fn build_log(kb: usize) -> String {
+    (0..kb * 1024 / 64).map(|i| format!("{:.<63}\n", format!("line {i:06} "))).collect()
+}
+
+/// Podcode's `truncation`: an output over 50 KiB keeps its end (`tail`) or its start
+/// (`head`, the default), with a marker saying how much was cut.
+#[test]
+fn seed_004_truncation_keeps_the_chosen_end_with_a_marker() {
+    let file = fixture("podcode").join("notes.mjs");
+    let cfg = config(&format!("[[plugin]]\nname = \"notes\"\nkind = \"javascript\"\npath = \"{}\"\n", file.display()));
+    let log = build_log(200);
+    assert_eq!(log.len(), 204_800);
+    let tail = run(&cfg, "return await tools.notes.build_log({ kb: 200 })", &[]);
+    let marker = "[output cut: the first 153600 of 204800 bytes were left out; this tool keeps the end of an oversized output (truncation \"tail\")]\n";
+    assert_eq!(tail, json!(format!("{marker}{}", &log[log.len() - 51_200..])));
+    let head = run(&cfg, "return await tools.notes.build_log_head({ kb: 200 })", &[]);
+    let marker = "\n[output cut: the last 153600 of 204800 bytes were left out; this tool keeps the start of an oversized output (truncation \"head\")]";
+    assert_eq!(head, json!(format!("{}{marker}", &log[..51_200])));
+    // An output within 50 KiB is whole.
+    assert_eq!(run(&cfg, "return await tools.notes.build_log({ kb: 50 })", &[]), json!(build_log(50)));
+}
+
+/// Podcode's own recordChange pattern: after the write, `ctx.recordChange` does not
+/// throw, the call succeeds, and the journal is in `codemode run --json`'s outcome.
+#[test]
+fn seed_004_record_change_after_a_write_reaches_the_outcome() {
+    let file = fixture("podcode").join("notes.mjs");
+    let cfg = config(&format!("[[plugin]]\nname = \"notes\"\nkind = \"javascript\"\npath = \"{}\"\n", file.display()));
+    let program = r#"const a = await tools.notes.write_note({ path: "notes/today.md", body: "first" });
+const b = await tools.notes.write_note({ path: "notes/today.md", body: "second" });
+return [a, b]"#;
+    let outcome = outcome_of(&cfg, program, &["--approve", "notes.write_note"], &[]);
+    assert_eq!(
+        serde_json::from_str::<Value>(outcome["value"].as_str().unwrap()).unwrap(),
+        json!(["Wrote 5 bytes to notes/today.md.", "Wrote 6 bytes to notes/today.md."])
+    );
+    assert_eq!(
+        outcome["changes"],
+        json!([
+            { "call": "tools.notes.write_note", "file": "notes/today.md", "op": "create", "oldContent": null, "newContent": "first" },
+            { "call": "tools.notes.write_note", "file": "notes/today.md", "op": "modify", "oldContent": "first", "newContent": "second" },
+        ])
+    );
+    // The text an agent reads lists them after the value.
+    let (code, out, _) = codemode(
+        &["run", "--approve", "notes.write_note", "--config", cfg.to_str().unwrap(), "-"],
+        r#"await tools.notes.write_note({ path: "a.md", body: "x" }); return "done""#,
+        &[],
+    );
+    assert_eq!(
+        (code, out.trim_end()),
+        (0, "done\n\nChanges recorded by tools (1):\n- create a.md (tools.notes.write_note)")
+    );
+    // A program without changes has no `changes` key.
+    assert_eq!(outcome_of(&cfg, "return 1", &[], &[]).get("changes"), None);
+}
+
+/// Node's rule for bare imports: the document's example in `plugins/` finds zod in the
+/// `node_modules` one folder above, within the user's home; a package only above the
+/// home folder is not found, and the error says where codemode stopped looking.
+#[tokio::test(flavor = "multi_thread")]
+async fn seed_004_zod_from_a_node_modules_above_the_plugin_within_home() {
+    let port =
+        http_server(vec![("/status/api", json!({ "health": "green", "release": "v42", "deployedAt": "today" }))]).await;
+    let base = fixture("podcode-above");
+    assert!(!base.join("plugins/node_modules").exists() && base.join("node_modules/zod").is_dir());
+    let entry = move |file: &Path| {
+        config(&format!(
+            "[[plugin]]\nname = \"deploy\"\nkind = \"javascript\"\npath = \"{}\"\nsettings = {{ endpoint = \"http://127.0.0.1:{port}\" }}\nnet_hosts = [\"127.0.0.1:{port}\"]\n",
+            file.display()
+        ))
+    };
+    tokio::task::spawn_blocking(move || {
+        let home = base.to_str().unwrap().to_string();
+        let cfg = entry(&base.join("plugins/deploy-status.mjs"));
+        assert_eq!(
+            run(&cfg, r#"return await tools.deploy.deploy_status({ service: "api" })"#, &[("HOME", &home)]),
+            json!("Service api is green on release v42, deployed today.")
+        );
+        // With home one level lower, zod is above the bound.
+        let deeper = base.join("plugins/deeper");
+        let cfg = entry(&deeper.join("deploy-status.mjs"));
+        let lower_home = base.join("plugins");
+        let (_, out, _) = tools(&cfg, false, &[("HOME", lower_home.to_str().unwrap())]);
+        let expected = format!(
+            "deploy-status.mjs imports the package \"zod\", which is not installed in the plugin's folder nor in a node_modules of a folder above it up to {}, where codemode stops looking (your home folder); run `npm install zod` in {}",
+            lower_home.display(),
+            deeper.display()
+        );
+        assert!(out.contains(&expected), "{expected}\nin\n{out}");
+    })
+    .await
+    .unwrap();
+}
+
 #[test]
 fn layouts_are_told_by_their_shape_not_the_examples_file_names() {
     let schema = r#"{ type: "object", properties: { n: { type: "number" } }, required: ["n"] }"#;
@@ -372,7 +582,7 @@ fn layouts_are_told_by_their_shape_not_the_examples_file_names() {
         "zhin-shape",
         &[(
             "tools/double/index.mjs",
-            &format!("import {{ defineAgentTool }} from '@zhin.js/tool';\nexport default defineAgentTool({{ description: 'Doubles', inputSchema: {schema}, execute: ({{ n }}) => n * 2 }});"),
+            &format!("import {{ defineAgentTool }} from '@zhin.js/tool';\nexport default defineAgentTool({{ description: 'Doubles', inputSchema: {schema}, annotations: {{ readOnlyHint: true }}, execute: ({{ n }}) => n * 2 }});"),
         )],
     );
     let plico = folder(

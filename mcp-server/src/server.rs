@@ -881,6 +881,35 @@ fn tool_result(mut result: ToolResult, cap: usize) -> CallToolResult {
 /// is), then the console output, each cut at `cap`; a failure is an error result whose
 /// text names the reason.
 pub fn program_result(outcome: &Outcome, cap: usize) -> CallToolResult {
+    with_change_journal(program_result_content(outcome, cap), outcome, cap)
+}
+
+/// The program's change journal ([`codemode_core::outcome::CHANGES_META`]) in the
+/// result's `_meta`, for a client that shows or reverts changes; the agent reads one line
+/// per change in the content ([`Outcome::changes_text`]). Whole when it fits the output
+/// cap; otherwise without the files' contents (`oldContent`/`newContent` null), which
+/// `codemode run --json` still lists.
+fn with_change_journal(mut result: CallToolResult, outcome: &Outcome, cap: usize) -> CallToolResult {
+    if outcome.changes.is_empty() {
+        return result;
+    }
+    let mut journal = serde_json::to_value(&outcome.changes).unwrap_or_default();
+    if journal.to_string().len() > cap {
+        let names: Vec<_> = outcome
+            .changes
+            .iter()
+            .map(|c| codemode_core::outcome::RecordedChange { old_content: None, new_content: None, ..c.clone() })
+            .collect();
+        journal = serde_json::to_value(names).unwrap_or_default();
+    }
+    let mut meta = result.meta.take().unwrap_or_default();
+    meta.0.insert(codemode_core::outcome::CHANGES_META.to_string(), journal);
+    result.meta = Some(meta);
+    result
+}
+
+/// [`program_result`] without the journal's `_meta`.
+fn program_result_content(outcome: &Outcome, cap: usize) -> CallToolResult {
     let OutcomeKind::Ok { value } = &outcome.kind else {
         return CallToolResult::error(vec![ContentBlock::text(cut_text(&outcome.agent_text(), cap).text)]);
     };
@@ -894,6 +923,7 @@ pub fn program_result(outcome: &Outcome, cap: usize) -> CallToolResult {
         Some(Err(_)) => vec![ContentBlock::text(cut_text(value.as_deref().unwrap_or_default(), cap).text)],
     };
     content.extend(outcome.console_text().map(|console| ContentBlock::text(cut_text(&console, cap).text)));
+    content.extend(outcome.changes_text().map(|changes| ContentBlock::text(cut_text(&changes, cap).text)));
     content.extend(
         codemode_core::outcome::unawaited_note(&outcome.unawaited_calls)
             .map(|note| ContentBlock::text(cut_text(&note, cap).text)),
@@ -1076,11 +1106,36 @@ mod tests {
             sandbox_missing: Vec::new(),
             unawaited_calls: Vec::new(),
             phases: None,
+            changes: Vec::new(),
         }
     }
 
     fn texts(result: &CallToolResult) -> Vec<String> {
         result.content.iter().filter_map(|c| c.as_text().map(|t| t.text.clone())).collect()
+    }
+
+    #[test]
+    fn the_change_journal_is_a_line_per_change_and_whole_in_meta_within_the_cap() {
+        let mut done = outcome(OutcomeKind::Ok { value: Some("\"ok\"".into()) }, "");
+        done.changes = vec![codemode_core::outcome::RecordedChange {
+            call: "tools.notes.write".into(),
+            file: "a.md".into(),
+            op: "create".into(),
+            old_content: None,
+            new_content: Some("x".repeat(200)),
+        }];
+        let r = program_result(&done, 1024);
+        assert_eq!(texts(&r), ["ok", "Changes recorded by tools (1):\n- create a.md (tools.notes.write)"]);
+        let meta = r.meta.clone().unwrap_or_default();
+        assert_eq!(meta.0["codemode/changes"][0]["newContent"], serde_json::json!("x".repeat(200)));
+        // Over the cap, the contents are left out of `_meta`.
+        let r = program_result(&done, 128);
+        let meta = r.meta.clone().unwrap_or_default();
+        assert_eq!(
+            meta.0["codemode/changes"],
+            serde_json::json!([{ "call": "tools.notes.write", "file": "a.md", "op": "create", "oldContent": null, "newContent": null }])
+        );
+        assert!(program_result(&outcome(OutcomeKind::Ok { value: None }, ""), 1024).meta.is_none());
     }
 
     #[test]

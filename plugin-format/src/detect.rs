@@ -7,8 +7,10 @@
 //! 2. the folder has `manifest.json`: `manifest`;
 //! 3. the folder has `tools/*.tool.{ts,mts,js,mjs}`: `plico`;
 //! 4. the folder has `tools/<name>/index.{ts,mts,js,mjs}`: `zhin` (agent- and
-//!    skill-private tools under `agents/` and `skills/` are listed as skipped);
-//! 5. exactly one module at the folder's top level default-exports (`podcode`) or
+//!    skill-private tools under `agents/` and `skills/` are listed as skipped); or
+//!    exactly one top-level module imports `zhin.js` and default-exports (zhin.js's
+//!    Path Two, `definePlugin({ name, setup })`);
+//! 5. exactly one other module at the folder's top level default-exports (`podcode`) or
 //!    assigns `globalThis.tools` (`globals`).
 //!
 //! A folder that fits two layouts, or none, is an error that says what was found and
@@ -144,7 +146,15 @@ fn detect_here(path: &Path, forced: Option<Format>) -> Result<Layout, FormatErro
         let layout = match format {
             Format::Manifest => manifest_layout(path, &listing)?,
             Format::Plico => plico_layout(path, &listing),
-            Format::Zhin => zhin_layout(path, &listing),
+            Format::Zhin => match zhin_layout(path, &listing) {
+                Some(layout) => Some(layout),
+                None => {
+                    if top_level.is_none() {
+                        top_level = Some(top_level_modules(path, &listing)?);
+                    }
+                    top_level_layout(path, top_level.as_deref().unwrap_or_default(), format)?
+                }
+            },
             Format::Podcode | Format::Globals => {
                 if top_level.is_none() {
                     top_level = Some(top_level_modules(path, &listing)?);
@@ -194,6 +204,7 @@ fn single_file(path: &Path, forced: Option<Format>) -> Result<Layout, FormatErro
     let sniffed = sniff_file(path)?;
     let format = match (forced, sniffed.as_ref()) {
         (Some(f @ (Format::Podcode | Format::Globals)), _) => f,
+        (Some(Format::Zhin), Some(s)) if s.default_export && s.imports_zhin => Format::Zhin,
         (Some(f), _) => {
             return Err(FormatError::NotThatFormat {
                 path: path.into(),
@@ -201,6 +212,7 @@ fn single_file(path: &Path, forced: Option<Format>) -> Result<Layout, FormatErro
                 layout: "a folder; point `path` at the plugin's folder",
             })
         }
+        (None, Some(s)) if s.default_export && s.imports_zhin && !s.assigns_tools => Format::Zhin,
         (None, Some(s)) if s.default_export && !s.assigns_tools => Format::Podcode,
         (None, Some(s)) if s.assigns_tools && !s.default_export => Format::Globals,
         (None, Some(s)) if s.assigns_tools => {
@@ -334,7 +346,8 @@ fn top_level_modules(path: &Path, listing: &Listing) -> Result<Vec<(String, crat
     Ok(found)
 }
 
-/// Seeds 003 and 004 in a folder: the one top-level module that fits `format`.
+/// Seeds 003 and 004 in a folder, and a zhin.js Path Two plugin: the one top-level
+/// module that fits `format`.
 fn top_level_layout(
     path: &Path,
     modules: &[(String, crate::sniff::Sniffed)],
@@ -343,7 +356,8 @@ fn top_level_layout(
     let mut fitting: Vec<(String, crate::sniff::Sniffed)> = modules
         .iter()
         .filter(|(_, sniffed)| match format {
-            Format::Podcode => sniffed.default_export && !sniffed.assigns_tools,
+            Format::Podcode => sniffed.default_export && !sniffed.assigns_tools && !sniffed.imports_zhin,
+            Format::Zhin => sniffed.default_export && !sniffed.assigns_tools && sniffed.imports_zhin,
             _ => sniffed.assigns_tools && !sniffed.default_export,
         })
         .cloned()
@@ -583,6 +597,17 @@ mod tests {
         // The same file named directly.
         let layout = detect(&dir.join("weather.ts"), None).unwrap();
         assert_eq!((layout.format, layout.root.as_path()), (Format::Globals, dir.as_path()));
+    }
+
+    #[test]
+    fn a_zhin_path_two_plugin_is_its_one_module() {
+        let plugin = "import { definePlugin } from 'zhin.js';\nexport default definePlugin({ name: 'lottery', async setup(context) {} });";
+        let dir = folder(&[("plugin.ts", plugin), ("package.json", "{}")]);
+        let layout = detect(&dir, None).unwrap();
+        assert_eq!((layout.format, modules(&layout)), (Format::Zhin, vec![("plugin.ts", None)]));
+        let layout = detect(&dir.join("plugin.ts"), None).unwrap();
+        assert_eq!((layout.format, modules(&layout)), (Format::Zhin, vec![("plugin.ts", None)]));
+        assert_eq!(detect(&dir.join("plugin.ts"), Some(Format::Zhin)).unwrap().format, Format::Zhin);
     }
 
     #[test]

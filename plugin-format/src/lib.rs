@@ -70,7 +70,9 @@ impl Format {
     pub fn layout(self) -> &'static str {
         match self {
             Format::Manifest => "manifest.json with a main module exporting activate(api)",
-            Format::Zhin => "tools/<name>/index.ts default-exporting defineAgentTool(...)",
+            Format::Zhin => {
+                "tools/<name>/index.ts default-exporting defineAgentTool(...), or one module default-exporting definePlugin(...) from zhin.js"
+            }
             Format::Plico => "tools/<name>.tool.ts default-exporting defineTool(...)",
             Format::Globals => "one script assigning globalThis.tools.<name> = { description, parameters, handler }",
             Format::Podcode => "one module default-exporting { id, server(input, { config }) }",

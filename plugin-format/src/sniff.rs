@@ -24,6 +24,9 @@ pub struct Sniffed {
     pub assigns_tools: bool,
     /// `globalThis.manifest = { egress: [...] }`: the hosts, when the manifest is there.
     pub egress: Option<Vec<String>>,
+    /// It imports `zhin.js` (whose `definePlugin` a zhin.js Path Two plugin
+    /// default-exports), so a default export is a zhin.js plugin, not a Podcode one.
+    pub imports_zhin: bool,
 }
 
 /// A module that could not be read, with the position to look at.
@@ -67,6 +70,9 @@ pub fn sniff(text: &str, typescript: bool) -> Result<Sniffed, SniffError> {
         match item {
             ModuleItem::ModuleDecl(ModuleDecl::ExportDefaultExpr(_) | ModuleDecl::ExportDefaultDecl(_)) => {
                 found.default_export = true;
+            }
+            ModuleItem::ModuleDecl(ModuleDecl::Import(import)) if import.src.value.to_string_lossy() == "zhin.js" => {
+                found.imports_zhin = true;
             }
             ModuleItem::ModuleDecl(ModuleDecl::ExportNamed(named)) => {
                 let names_default = named.specifiers.iter().any(|s| match s {
@@ -180,6 +186,14 @@ mod tests {
         assert_eq!(s, Sniffed { default_export: true, ..Sniffed::default() });
         let s = sniff("const plugin = { server: () => ({}) };\nexport { plugin as default };", true).unwrap();
         assert!(s.default_export);
+    }
+
+    #[test]
+    fn a_zhin_plugin_imports_zhin_js() {
+        let text = "import { definePlugin } from 'zhin.js';\nimport { defineAgentTool } from '@zhin.js/tool';\nexport default definePlugin({ name: 'lottery', async setup(context) {} });";
+        let s = sniff(text, true).unwrap();
+        assert_eq!(s, Sniffed { default_export: true, imports_zhin: true, ..Sniffed::default() });
+        assert!(!sniff("import { z } from 'zod'\nexport default {}", false).unwrap().imports_zhin);
     }
 
     #[test]

@@ -213,6 +213,7 @@ impl JavascriptPlugin {
                 sandbox: sandbox.mode(),
                 memory_mib: self.memory_mib,
                 cpu_step_ms: self.cpu_step_ms,
+                modules_bound: modules_bound(&self.layout.root),
             }
             .to_args(),
             env: Vec::new(),
@@ -222,4 +223,14 @@ impl JavascriptPlugin {
             net: Some(Arc::new(NetAccess::new(&self.name, &hosts, source, self.call_timeout))),
         }
     }
+}
+
+/// How far up from a plugin's folder its bare imports may find a `node_modules`
+/// (Node's walk up, bounded): the user's home folder (`$HOME`), when the plugin's folder
+/// is inside it; otherwise only the plugin's own folder. The runtime reads those folders
+/// before its sandbox closes.
+fn modules_bound(root: &Path) -> Option<PathBuf> {
+    let home = std::fs::canonicalize(std::env::var_os("HOME")?).ok()?;
+    let root = std::fs::canonicalize(root).ok()?;
+    (root != home && root.starts_with(&home)).then_some(home)
 }

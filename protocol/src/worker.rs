@@ -413,6 +413,10 @@ pub enum WorkerCommand {
         memory_mib: u64,
         /// JavaScript time between two host messages, in ms.
         cpu_step_ms: u64,
+        /// The highest folder whose `node_modules` the plugin's bare imports may come
+        /// from (Node's walk up from the plugin's folder stops there: the user's home);
+        /// `None`: only the plugin's own folder.
+        modules_bound: Option<PathBuf>,
     },
     /// Read a JavaScript plugin's files and print its layout (plugin-format's
     /// `detect`) as JSON on standard output: the host reads untrusted plugin folders
@@ -485,7 +489,10 @@ impl WorkerCommand {
                 args.push("--".into());
                 args.extend(payload_args.iter().cloned());
             }
-            WorkerCommand::Plugin { dir, format, name, host_pid, sandbox, memory_mib, cpu_step_ms } => {
+            WorkerCommand::Plugin { dir, format, name, host_pid, sandbox, memory_mib, cpu_step_ms, modules_bound } => {
+                if let Some(bound) = modules_bound {
+                    flag(&mut args, "--modules-bound", bound.display());
+                }
                 flag(&mut args, "--dir", dir.display());
                 flag(&mut args, "--format", format);
                 flag(&mut args, "--name", name);
@@ -518,7 +525,16 @@ impl WorkerCommand {
             "template" => &["--control-fd", "--host-pid", "--sandbox"],
             "run" => &["--channel-fd", "--host-pid", "--sandbox"],
             "exec" => &["--host-pid", "--sandbox", "--payload", "--skip-layer"],
-            "plugin" => &["--dir", "--format", "--name", "--host-pid", "--sandbox", "--memory-mib", "--cpu-step-ms"],
+            "plugin" => &[
+                "--dir",
+                "--format",
+                "--name",
+                "--host-pid",
+                "--sandbox",
+                "--memory-mib",
+                "--cpu-step-ms",
+                "--modules-bound",
+            ],
             "detect" => &["--dir", "--format"],
             "probe" | "info" => &[],
             other => return Err(CommandError(format!("unknown mode `{other}`"))),
@@ -578,6 +594,7 @@ impl WorkerCommand {
                 cpu_step_ms: number("--cpu-step-ms").and_then(|n| {
                     u64::try_from(n).map_err(|_| CommandError("--cpu-step-ms must be positive".into()))
                 })?,
+                modules_bound: value("--modules-bound").map(PathBuf::from),
             },
             "detect" => WorkerCommand::Detect {
                 dir: PathBuf::from(required("--dir")?),
@@ -623,6 +640,7 @@ mod tests {
                 sandbox: SandboxMode::Required,
                 memory_mib: 128,
                 cpu_step_ms: 500,
+                modules_bound: Some("/home/ann".into()),
             },
             WorkerCommand::Probe,
             WorkerCommand::Info,

@@ -70,9 +70,10 @@ fn main() {
             }
             exec_payload(&payload, &args, host_pid, &SandboxOptions { mode: sandbox, skip: skip_layers })
         }
-        WorkerCommand::Plugin { dir, format, name, host_pid, sandbox, memory_mib, cpu_step_ms } => {
+        WorkerCommand::Plugin { dir, format, name, host_pid, sandbox, memory_mib, cpu_step_ms, modules_bound } => {
             plugin::run(plugin::PluginOptions {
                 dir,
+                modules_bound,
                 format,
                 name,
                 host_pid,

@@ -7,7 +7,8 @@ Run by scripts/test-mcp-server.sh after scripts/npm-fixtures.sh installed the fi
     python tests/mcp/test_plugin_formats.py path/to/codemode
 
 - zhin.js `requiresApproval: 'once'` asks on the first call of a session only; the
-  default `'on-risk'` asks on every call of a tool annotated destructive;
+  default `'on-risk'` asks on every call of a tool not annotated read-only (and not for
+  one that is);
 - plico `approval: { required: true, reason }` asks with the reason;
 - Podcode `ctx.ask(...)` reaches the person through the plugin's `host/approve`, and a
   refusal throws in the tool; an attachment comes back as image content;
@@ -134,6 +135,11 @@ async def code_mode(config):
             result = await execute(session, 'try { await tools.bot.wipe({ user: "decline me" }) } catch (e) { return e.message }')
             check(result == "the person declined the call to tools.bot.wipe", f"declined wipe: {result}")
             check(len([m for m in asked if "wipe" in m]) == 2, f"on-risk asked for each destructive call: {asked}")
+            # ...and for the document's own echo example, which does not say it is read-only;
+            # touch says readOnlyHint, so it ran above without asking.
+            check(await execute(session, 'return await tools.bot.say({ message: "hi" })') == "echo: hi", "say ran")
+            check(len([m for m in asked if "tools.bot.say" in m or "tool say " in m]) == 1, f"on-risk asked for say: {asked}")
+            check(not [m for m in asked if "touch" in m], f"on-risk did not ask for a read-only tool: {asked}")
 
             # plico approval.required asks with its reason.
             slug = await execute(session, 'return await tools.plico.slug({ title: "Hello World" })')

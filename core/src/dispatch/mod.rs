@@ -173,12 +173,29 @@ pub struct CallScope {
     pub(crate) builtin_slots: Arc<tokio::sync::Semaphore>,
     /// The search model, when one is installed.
     pub(crate) semantic: Option<Arc<crate::tool::semantic::Semantic>>,
+    /// The change journal: what the program's calls recorded changing
+    /// ([`crate::outcome::CHANGES_META`]), in the order they answered.
+    pub(crate) changes: std::sync::Mutex<Vec<crate::outcome::RecordedChange>>,
 }
 
 impl CallScope {
     /// The CPU its built-in calls took so far.
     pub(crate) fn host_cpu_spent(&self) -> std::time::Duration {
         std::time::Duration::from_nanos(self.host_cpu_used.load(std::sync::atomic::Ordering::Acquire))
+    }
+
+    /// Adds the changes a call's result lists to the program's journal.
+    fn record_changes(&self, plugin: &str, tool: &str, result: &crate::tool::ToolResult) {
+        let call = format!("tools.{plugin}.{tool}");
+        let recorded = crate::outcome::RecordedChange::from_result_meta(result.meta.as_ref(), &call);
+        if !recorded.is_empty() {
+            self.changes.lock().unwrap_or_else(|p| p.into_inner()).extend(recorded);
+        }
+    }
+
+    /// The journal so far, taken (for the outcome).
+    pub(crate) fn take_changes(&self) -> Vec<crate::outcome::RecordedChange> {
+        std::mem::take(&mut *self.changes.lock().unwrap_or_else(|p| p.into_inner()))
     }
 
     /// The catalog plugins are in now.
@@ -318,7 +335,10 @@ pub(crate) async fn serve_call(
     }
     let answer = match call(&scope, &ByPath { plugin: &plugin, tool: &tool }, Input::Text(input), call_id, cancel).await
     {
-        Ok(called) => called.tool.answer(&called.result),
+        Ok(called) => {
+            scope.record_changes(&called.plugin, &called.tool.definition.name, &called.result);
+            called.tool.answer(&called.result)
+        }
         Err(e) => ToolAnswer::Reject(e.to_string()),
     };
     (call_id, answer)

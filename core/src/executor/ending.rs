@@ -103,6 +103,7 @@ pub(super) fn without_worker(started: Instant, kind: OutcomeKind) -> Outcome {
         sandbox_missing: Vec::new(),
         unawaited_calls: Vec::new(),
         phases: None,
+        changes: Vec::new(),
     }
 }
 

@@ -311,6 +311,7 @@ impl Executor {
             builtin_turn: tokio::sync::Semaphore::new(1),
             builtin_slots: Arc::clone(&self.builtin_slots),
             semantic: self.semantic.get().cloned(),
+            changes: std::sync::Mutex::default(),
         }
     }
 
@@ -485,6 +486,7 @@ impl Executor {
             sandbox_missing: self.launcher.missing_layers(),
             unawaited_calls: session.unawaited,
             phases: session.worker_times.map(|(worker, arrived)| Phases::from_clock(called_ns, worker, arrived)),
+            changes: session.calls.take_changes(),
         }
     }
 

@@ -87,7 +87,7 @@ impl ConsoleBuffer {
 /// in-flight tool call, and writes answers as they complete. Keeping everything on one
 /// task avoids a cross-thread wake-up per call.
 pub(super) struct Session {
-    calls: Arc<CallScope>,
+    pub(super) calls: Arc<CallScope>,
     limits: Limits,
     busy_poll: Duration,
     pub(super) cancel: CancellationToken,

@@ -10,6 +10,15 @@
 //! `.git`. Symbolic links are recorded, not followed: one that leads to another place in
 //! the folder works as a link, one that leads out of it makes every import through it
 //! fail with the link and its target named.
+//!
+//! Node finds a bare import in the nearest `node_modules` walking up from the importing
+//! file. The plugin's folder is the start; above it, [`PluginFolder::read_packages_above`]
+//! copies the `node_modules` of each folder up to a bound (the user's home, which the
+//! host passes) into [`ABOVE`]`/<n>/node_modules` (`n` = 1 for the parent), in the same
+//! window before the sandbox closes and within the same size caps; the resolver
+//! searches them nearest first after the plugin's own (`super::modules`). An ancestor
+//! whose packages do not fit the caps is left out and named, not a failure: the plugin
+//! may not need it.
 
 use std::collections::{BTreeSet, HashMap};
 use std::io;
@@ -20,6 +29,9 @@ use oxc_resolver::{FileMetadata, FileSystem, ResolveError};
 
 /// Where the plugin's folder appears inside the runtime.
 pub const ROOT: &str = "/plugin";
+/// Where the `node_modules` of the folders above the plugin's appear inside the
+/// runtime: `/above/1/node_modules` for its parent's, `/above/2/...` for the next.
+pub const ABOVE: &str = "/above";
 /// Largest total size of the files copied.
 const MAX_TOTAL_BYTES: u64 = 128 * 1024 * 1024;
 /// Most files copied.
@@ -76,6 +88,18 @@ pub struct PluginFolder {
     pub real_root: PathBuf,
 }
 
+/// The `node_modules` folders above a plugin's folder that were copied
+/// ([`PluginFolder::read_packages_above`]).
+#[derive(Debug, Clone, Default)]
+pub struct PackagesAbove {
+    /// Inside the runtime, nearest first (`/above/1/node_modules`, ...).
+    pub dirs: Vec<PathBuf>,
+    /// The folder the walk stopped at, when there was one.
+    pub bound: Option<PathBuf>,
+    /// Ancestors whose packages were left out, each with why (for messages).
+    pub left_out: Vec<String>,
+}
+
 impl PluginFolder {
     /// Copies what a plugin may import from `dir` (see the module docs). Runs before the
     /// sandbox; sizes are checked before files are read, and no file is read through a
@@ -91,12 +115,87 @@ impl PluginFolder {
         let mut fs = MemoryFs::default();
         fs.dirs.insert(PathBuf::from(ROOT));
         let mut total = 0u64;
-        let mut pending = vec![(real_root.clone(), PathBuf::from(ROOT), false)];
+        fs.copy_tree(dir, &real_root, Path::new(ROOT), only_file, false, &mut total)?;
+        Ok(Self { fs: Arc::new(fs), real_root })
+    }
+
+    /// [`PluginFolder::read`], then the `node_modules` of each folder above it up to
+    /// `bound` (inclusive; nothing above when `bound` is `None` or does not contain the
+    /// folder). Runs before the sandbox, like `read`.
+    pub fn read_packages_above(
+        dir: &Path,
+        only_file: Option<&str>,
+        bound: Option<&Path>,
+    ) -> Result<(Self, PackagesAbove), FolderError> {
+        let mut folder = Self::read(dir, only_file)?;
+        let mut above = PackagesAbove::default();
+        let Some(bound) = bound.and_then(|b| std::fs::canonicalize(b).ok()) else { return Ok((folder, above)) };
+        if !folder.real_root.starts_with(&bound) {
+            return Ok((folder, above));
+        }
+        above.bound = Some(bound.clone());
+        let mut fs = std::mem::take(Arc::get_mut(&mut folder.fs).ok_or_else(|| FolderError::Read {
+            path: dir.to_path_buf(),
+            source: io::Error::other("the folder's copy is shared already"),
+        })?);
+        let mut total: u64 = fs.files.values().map(|b| b.len() as u64).sum();
+        let ancestors = folder.real_root.ancestors().skip(1).take_while(|a| a.starts_with(&bound));
+        for (level, ancestor) in ancestors.enumerate() {
+            let real = ancestor.join("node_modules");
+            if !std::fs::symlink_metadata(&real).is_ok_and(|m| m.is_dir()) {
+                continue;
+            }
+            let virtual_dir = PathBuf::from(ABOVE).join((level + 1).to_string()).join("node_modules");
+            let mut copy = MemoryFs::default();
+            let mut used = total;
+            match copy.copy_tree(&real, &real, &virtual_dir, None, true, &mut used) {
+                Ok(()) => {
+                    total = used;
+                    let mut parent = virtual_dir.parent();
+                    while let Some(d) = parent.filter(|d| *d != Path::new("/")) {
+                        fs.dirs.insert(d.to_path_buf());
+                        parent = d.parent();
+                    }
+                    fs.dirs.insert(virtual_dir.clone());
+                    fs.files.extend(copy.files);
+                    fs.dirs.extend(copy.dirs);
+                    fs.links.extend(copy.links);
+                    above.dirs.push(virtual_dir);
+                }
+                Err(e) => above.left_out.push(format!("{} was not read: {e}", real.display())),
+            }
+        }
+        folder.fs = Arc::new(fs);
+        Ok((folder, above))
+    }
+}
+
+impl MemoryFs {
+    /// Copies the tree at `real_dir` (`real_base` is where links may point inside,
+    /// appearing at `virtual_base`) into `virtual_base`, within the caps (`total`: bytes
+    /// copied so far, all trees together). `dir` names the folder in messages.
+    fn copy_tree(
+        &mut self,
+        dir: &Path,
+        real_base: &Path,
+        virtual_base: &Path,
+        only_file: Option<&str>,
+        packages: bool,
+        total: &mut u64,
+    ) -> Result<(), FolderError> {
+        let read_err = |path: &Path| {
+            let path = path.to_path_buf();
+            move |source| FolderError::Read { path, source }
+        };
+        let fs = self;
+        let real_root = real_base.to_path_buf();
+        let top = virtual_base.to_path_buf();
+        let mut pending = vec![(real_root.clone(), top.clone(), packages)];
         while let Some((real, virtual_dir, in_packages)) = pending.pop() {
             for entry in std::fs::read_dir(&real).map_err(read_err(&real))? {
                 let entry = entry.map_err(read_err(&real))?;
                 let name = entry.file_name();
-                let at_top = virtual_dir.as_os_str() == ROOT;
+                let at_top = virtual_dir == top;
                 if let (true, Some(file)) = (at_top, only_file) {
                     if !(name == file || name == "package.json" || name == "node_modules") {
                         continue;
@@ -107,7 +206,7 @@ impl PluginFolder {
                 if kind.is_symlink() {
                     let link = match std::fs::canonicalize(&real_path) {
                         Ok(target) => match target.strip_prefix(&real_root) {
-                            Ok(inside) => Link::Inside(PathBuf::from(ROOT).join(inside)),
+                            Ok(inside) => Link::Inside(top.join(inside)),
                             Err(_) => Link::Outside(target),
                         },
                         // A dangling link: nothing behind it to import.
@@ -126,19 +225,19 @@ impl PluginFolder {
                         what: format!("{} MiB or {MAX_FILES} files", MAX_TOTAL_BYTES >> 20),
                     };
                     let size = entry.metadata().map_err(read_err(&real_path))?.len();
-                    if total + size > MAX_TOTAL_BYTES || fs.files.len() >= MAX_FILES {
+                    if *total + size > MAX_TOTAL_BYTES || fs.files.len() >= MAX_FILES {
                         return Err(too_large());
                     }
-                    let bytes = read_bounded(&real_path, MAX_TOTAL_BYTES - total).map_err(read_err(&real_path))?;
-                    total += bytes.len() as u64;
-                    if total > MAX_TOTAL_BYTES {
+                    let bytes = read_bounded(&real_path, MAX_TOTAL_BYTES - *total).map_err(read_err(&real_path))?;
+                    *total += bytes.len() as u64;
+                    if *total > MAX_TOTAL_BYTES {
                         return Err(too_large());
                     }
                     fs.files.insert(virtual_path, bytes.into());
                 }
             }
         }
-        Ok(Self { fs: Arc::new(fs), real_root })
+        Ok(())
     }
 }
 

@@ -7,7 +7,8 @@
 //! plugin. The order, in one function ([`run`]):
 //! 1. find the plugin's layout in the format the host detected (`plugin-format`) and
 //!    copy its folder into memory ([`folder`]): what its modules may import, and nothing
-//!    outside it;
+//!    outside it but the `node_modules` of the folders above it up to the bound the
+//!    host gives (the user's home: Node's walk up for bare imports);
 //! 2. enter the sandbox of a spawned worker (the same layers as a program's worker,
 //!    keeping only standard input, output and error) and fork into a new pid namespace;
 //! 3. wait for the host's `initialize`, which carries the plugin's settings;
@@ -66,6 +67,8 @@ pub struct PluginOptions {
     pub sandbox: SandboxOptions,
     /// The JavaScript heap limit.
     pub memory_bytes: u64,
+    /// The highest folder whose `node_modules` bare imports may come from.
+    pub modules_bound: Option<PathBuf>,
     /// The longest JavaScript may run without waiting for the host.
     pub cpu_step: Duration,
 }
@@ -82,8 +85,9 @@ pub fn run(options: PluginOptions) -> ! {
     };
     let layout = plugin_format::detect(&options.dir, Some(format))
         .unwrap_or_else(|e| refuse(&link, &format!("plugin {name} cannot load: {e}")));
-    let folder = PluginFolder::read(&layout.root, layout.only_file.as_deref())
-        .unwrap_or_else(|e| refuse(&link, &format!("plugin {name} cannot load: {e}")));
+    let (folder, above) =
+        PluginFolder::read_packages_above(&layout.root, layout.only_file.as_deref(), options.modules_bound.as_deref())
+            .unwrap_or_else(|e| refuse(&link, &format!("plugin {name} cannot load: {e}")));
     let base = memory::current_data_bytes().unwrap_or_else(|e| crate::fail(&format!("cannot measure memory: {e}")))
         + crate::SPAWNED_ENGINE_ALLOWANCE;
 
@@ -99,7 +103,11 @@ pub fn run(options: PluginOptions) -> ! {
     let initialize = link.wait_for_initialize();
 
     let entries: Vec<String> = layout.entries.iter().map(|e| e.module.clone()).collect();
-    let modules = Rc::new(PluginModules::new(Arc::clone(&folder.fs), folder.real_root.clone()).with_entries(&entries));
+    let modules = Rc::new(
+        PluginModules::new(Arc::clone(&folder.fs), folder.real_root.clone())
+            .with_entries(&entries)
+            .with_packages_above(above),
+    );
     let mut runtime = crate::engine::new_runtime(
         vec![codemode_plugin::init()],
         Some(Rc::clone(&modules) as Rc<dyn deno_core::ModuleLoader>),

@@ -2,14 +2,16 @@
 //! folder in memory ([`super::folder`]).
 //!
 //! - **Resolution** follows Node's rules through `oxc_resolver`: relative paths, bare
-//!   package names through `node_modules` with `package.json` `exports` (conditions
+//!   package names through `node_modules` (the plugin's own, then those of the folders
+//!   above it up to the user's home, nearest first: [`super::folder::PackagesAbove`])
+//!   with `package.json` `exports` (conditions
 //!   `import`/`module`/`default` for `import`, `require`/`default` for `require`),
 //!   `module` and `main`; TypeScript authors' `./lib.js` finds `lib.ts`.
 //! - **Refused**, each with the specifier and what to do: Node's built-in modules (the
 //!   sandbox has no files, network or processes to back them), packages that are not
 //!   installed, anything a symbolic link leads to outside the folder, and TSX.
 //! - **Provided by codemode**: the seed systems' SDK modules, which no registry has
-//!   (`@zhin.js/tool`, `@plico-ai/sdk`, `convergence/effect`); they import the plugin's
+//!   (`@zhin.js/tool`, `zhin.js`, `@plico-ai/sdk`, `convergence/effect`); they import the plugin's
 //!   own packages (`effect`) from its folder.
 //! - **Loaded** as the file is: an ES module as it is, TypeScript with its types blanked
 //!   out ([`crate::source::strip_module`]), JSON as a JSON module, and CommonJS through a
@@ -33,11 +35,13 @@ use oxc_resolver::{FileMetadata, FileSystem, PackageType, ResolveError, ResolveO
 use serde::Serialize;
 
 use super::cjs;
-use super::folder::{MemoryFs, ROOT};
+use super::folder::{MemoryFs, PackagesAbove, ABOVE, ROOT};
 use crate::source;
 
 /// The URL prefix of the plugin's own files.
 pub const ROOT_URL: &str = "file:///plugin/";
+/// The URL prefix of the packages above the plugin's folder.
+const ABOVE_URL: &str = "file:///above/";
 /// The URL prefix of the modules codemode provides.
 const PROVIDED_URL: &str = "codemode:sdk/";
 /// How deep CommonJS re-exports are followed to find their names.
@@ -45,8 +49,9 @@ const MAX_REEXPORT_DEPTH: usize = 8;
 
 /// The seed systems' SDK modules: the specifier plugins import, the module's name under
 /// [`PROVIDED_URL`], and its source.
-const PROVIDED: [(&str, &str, &str); 3] = [
+const PROVIDED: [(&str, &str, &str); 4] = [
     ("@zhin.js/tool", "zhin-tool.js", include_str!("js/sdk/zhin-tool.js")),
+    ("zhin.js", "zhin-plugin.js", include_str!("js/sdk/zhin-plugin.js")),
     ("@plico-ai/sdk", "plico-sdk.js", include_str!("js/sdk/plico-sdk.js")),
     ("convergence/effect", "convergence-effect.js", include_str!("js/sdk/convergence-effect.js")),
 ];
@@ -123,6 +128,13 @@ pub struct PluginModules {
     /// What each module is, by path, once it was asked (the layout's own modules are ES
     /// modules from the start, whatever their text).
     kinds: RefCell<HashMap<PathBuf, Kind>>,
+    /// The `node_modules` above the plugin's folder that bare imports may come from.
+    above: PackagesAbove,
+}
+
+/// A path of the plugin's files or of the packages above its folder.
+fn is_plugin_path(path: &Path) -> bool {
+    path.starts_with(ROOT) || path.starts_with(ABOVE)
 }
 
 fn options(conditions: &[&str], main_fields: &[&str]) -> ResolveOptions {
@@ -153,7 +165,29 @@ impl PluginModules {
             options(&["import", "module", "default"], &["module", "main"]),
         );
         let requires = imports.clone_with_options(options(&["require", "default"], &["main"]));
-        Self { fs, imports, requires, folder, cjs_names: RefCell::default(), kinds: RefCell::default() }
+        Self {
+            fs,
+            imports,
+            requires,
+            folder,
+            cjs_names: RefCell::default(),
+            kinds: RefCell::default(),
+            above: PackagesAbove::default(),
+        }
+    }
+
+    /// The loader, with bare imports also found in the `node_modules` above the plugin's
+    /// folder (`above.dirs`, nearest first), after the plugin's own (Node's walk up).
+    pub fn with_packages_above(mut self, above: PackagesAbove) -> Self {
+        let mut modules = vec!["node_modules".to_string()];
+        modules.extend(above.dirs.iter().map(|d| d.display().to_string()));
+        let with_modules = |options: ResolveOptions| ResolveOptions { modules: modules.clone(), ..options };
+        self.imports = self
+            .imports
+            .clone_with_options(with_modules(options(&["import", "module", "default"], &["module", "main"])));
+        self.requires = self.imports.clone_with_options(with_modules(options(&["require", "default"], &["main"])));
+        self.above = above;
+        self
     }
 
     /// The loader, with the layout's own modules (paths inside the folder) loaded as ES
@@ -190,7 +224,7 @@ impl PluginModules {
         let resolver = if style == Style::Import { &self.imports } else { &self.requires };
         let resolution = resolver.resolve(&from, specifier).map_err(|e| self.explain(&who, specifier, &from, e))?;
         let path = resolution.path().to_path_buf();
-        if !path.starts_with(ROOT) {
+        if !is_plugin_path(&path) {
             return Err(format!("{who} imports {specifier:?}, which leads outside the plugin's folder"));
         }
         let kind = self.kind_of(&path);
@@ -248,6 +282,12 @@ impl PluginModules {
         match error {
             ResolveError::Builtin { resolved, .. } => format!(
                 "{who} imports {specifier:?}, Node.js's {resolved} module, which codemode's sandbox cannot offer: plugins run without files, network or processes (for HTTP, use fetch or api.net.fetch, which go through the plugin's network allowlist)"
+            ),
+            ResolveError::NotFound(_) if is_bare(specifier) && self.above.bound.is_some() => format!(
+                "{who} imports the package {specifier:?}, which is not installed in the plugin's folder nor in a node_modules of a folder above it up to {}, where codemode stops looking (your home folder){}; run `npm install {}` in {folder}",
+                self.above.bound.as_deref().unwrap_or(Path::new("/")).display(),
+                if self.above.left_out.is_empty() { String::new() } else { format!(" ({})", self.above.left_out.join("; ")) },
+                package_name(specifier)
             ),
             ResolveError::NotFound(_) if is_bare(specifier) => format!(
                 "{who} imports the package {specifier:?}, which is not installed in the plugin's folder; run `npm install {}` in {folder}",
@@ -336,7 +376,7 @@ impl PluginModules {
                 .ok_or_else(|| format!("codemode provides no module {url}"))?;
             return Ok(module(ModuleType::JavaScript, text.to_string(), url));
         }
-        if !url.as_str().starts_with(ROOT_URL) {
+        if !(url.as_str().starts_with(ROOT_URL) || url.as_str().starts_with(ABOVE_URL)) {
             return Err(format!("module {url} is not a file of the plugin"));
         }
         let path = path_of(url)?;
@@ -353,7 +393,7 @@ impl PluginModules {
     /// The `type` of the `package.json` nearest to `path`.
     fn package_type(&self, path: &Path) -> Option<PackageType> {
         let mut dir = path.parent();
-        while let Some(d) = dir.filter(|d| d.starts_with(ROOT)) {
+        while let Some(d) = dir.filter(|d| is_plugin_path(d)) {
             let manifest = d.join("package.json");
             if let Ok(bytes) = self.fs.file(&manifest) {
                 let value: serde_json::Value = serde_json::from_slice(&bytes).unwrap_or_default();

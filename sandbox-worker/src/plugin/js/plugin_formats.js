@@ -8,10 +8,10 @@
 // | format | module | tool fields mapped |
 // |---|---|---|
 // | manifest (000) | `activate(api)` / `runPlugin` | through `api.tools.register` (plugin.js) |
-// | zhin (001) | `tools/<name>/index.ts` default `defineAgentTool({...})` | description, inputSchema, requiresApproval, hidden, execute(input, context) |
+// | zhin (001) | `tools/<name>/index.ts` default `defineAgentTool({...})`, or a module default-exporting `definePlugin({ name, setup(context) })` (Path Two) | description, inputSchema, requiresApproval, hidden, execute(input, context); `context.addTool(name, def)`, `context.config.get()` |
 // | plico (002) | `tools/*.tool.ts` default `defineTool({...})` | name, description, inputSchema, capabilities, approval, handler(input, ctx) |
 // | globals (003) | `globalThis.tools.<name>` | description, parameters, handler(input) (plugin.js collects them) |
-// | podcode (004) | default `{ id, server(input, { config }) }` | id, description, parameters, execute(args, ctx), idempotent, truncation |
+// | podcode (004) | default `{ id, server(input, { config }) }` | id, description, parameters, execute(args, ctx), idempotent, truncation, ctx.recordChange |
 //
 // A module of the bundle step (`build.rs`), before `plugin.js`; imports nothing and
 // exports one object, `formats`.
@@ -30,6 +30,7 @@ const formats = (function () {
     SetPrototypeAdd,
     SetPrototypeHas,
     String: StringCtor,
+    StringPrototypeCharCodeAt,
     StringPrototypeIndexOf,
     StringPrototypeSlice,
     StringPrototypeStartsWith,
@@ -66,53 +67,118 @@ const formats = (function () {
   function zhin(entries, kit) {
     for (let i = 0; i < entries.length; i++) {
       const { module, tool: name, namespace } = entries[i];
-      const where = `${module}`;
-      const def = namespace.default;
-      if (!isObject(def)) {
-        kit.refuse(`${where} must default-export defineAgentTool({ description, inputSchema, execute })`);
-        continue;
+      if (name === undefined) {
+        // No tool folder: a module default-exporting definePlugin (Path Two).
+        return zhinPlugin(entries[i], kit);
       }
-      if (typeof def.execute !== "function") {
-        kit.refuse(`${where}: \`execute\` must be a function (input, context) => result`);
-        continue;
-      }
-      requireText(def.description, `${where}: \`description\``);
-      const approval = def.requiresApproval === undefined ? "on-risk" : def.requiresApproval;
-      if (!ArrayPrototypeIncludes(ZHIN_APPROVALS, approval)) {
-        kit.refuse(`${where}: \`requiresApproval\` must be one of ${ArrayPrototypeJoin(ZHIN_APPROVALS, ", ")}`);
-        continue;
-      }
-      // Access restrictions codemode cannot check: the tool would reach everyone, so it
-      // is left out (fail closed), by name.
-      let restricted = false;
-      for (let r = 0; r < ZHIN_RESTRICTIONS.length; r++) {
-        const field = ZHIN_RESTRICTIONS[r];
-        if (ArrayIsArray(def[field]) && def[field].length > 0) {
-          kit.note(`tool ${name} (${where}) is not offered: \`${field}\` restricts who may call it, and codemode has no ${field === "permissions" ? "permits" : field} to check; remove \`${field}\` to offer it to every agent`);
-          restricted = true;
-        }
-      }
-      if (restricted) continue;
-      const destructive = !!(isObject(def.annotations) && def.annotations.destructiveHint === true);
-      const execute = def.execute;
-      kit.register({
-        name,
-        where,
-        description: def.description,
-        input: def.inputSchema,
-        inputWhere: `tool ${name}: inputSchema`,
-        annotations: def.annotations,
-        approval: approval === "on-risk" ? (destructive ? "always" : "never") : approval,
-        hidden: def.hidden === true,
-        run: (input, call) => {
-          // zhin.js reads `context.config` as values and as `config.get()`.
-          const values = kit.settingsObject();
-          const config = ObjectFreeze({ ...values, get: () => values });
-          const context = withUnoffered({ config, owner: kit.plugin, signal: call.signal }, "context", ZHIN_UNOFFERED, kit.unoffered);
-          return ReflectApply(execute, def, [input, ObjectFreeze(context)]);
-        },
-      });
+      const spec = zhinSpec(name, namespace.default, `${module}`, kit, "defineAgentTool({ description, inputSchema, execute })");
+      if (spec !== null) kit.register(spec);
     }
+  }
+
+  /**
+   * One zhin tool definition as a registration, or null when it is left out (with a
+   * note); a definition codemode cannot load stops the load (`kit.refuse`).
+   */
+  function zhinSpec(name, def, where, kit, expected) {
+    if (!isObject(def)) kit.refuse(`${where} must be ${expected}`);
+    if (typeof def.execute !== "function") kit.refuse(`${where}: \`execute\` must be a function (input, context) => result`);
+    requireText(def.description, `${where}: \`description\``);
+    const approval = def.requiresApproval === undefined ? "on-risk" : def.requiresApproval;
+    if (!ArrayPrototypeIncludes(ZHIN_APPROVALS, approval)) {
+      kit.refuse(`${where}: \`requiresApproval\` must be one of ${ArrayPrototypeJoin(ZHIN_APPROVALS, ", ")}`);
+    }
+    // Access restrictions codemode cannot check: the tool would reach everyone, so it
+    // is left out (fail closed), by name.
+    let restricted = false;
+    for (let r = 0; r < ZHIN_RESTRICTIONS.length; r++) {
+      const field = ZHIN_RESTRICTIONS[r];
+      if (ArrayIsArray(def[field]) && def[field].length > 0) {
+        kit.note(`tool ${name} (${where}) is not offered: \`${field}\` restricts who may call it, and codemode has no ${field === "permissions" ? "permits" : field} to check; remove \`${field}\` to offer it to every agent`);
+        restricted = true;
+      }
+    }
+    if (restricted) return null;
+    const execute = def.execute;
+    return {
+      name,
+      where,
+      description: def.description,
+      input: def.inputSchema,
+      inputWhere: `tool ${name}: inputSchema`,
+      annotations: def.annotations,
+      approval: approval === "on-risk" ? onRiskApproval(def.annotations) : approval,
+      hidden: def.hidden === true,
+      run: (input, call) => {
+        // zhin.js reads `context.config` as values and as `config.get()`.
+        const values = kit.settingsObject();
+        const config = ObjectFreeze({ ...values, get: () => values });
+        const context = withUnoffered({ config, owner: kit.plugin, signal: call.signal }, "context", ZHIN_UNOFFERED, kit.unoffered);
+        return ReflectApply(execute, def, [input, ObjectFreeze(context)]);
+      },
+    };
+  }
+
+  /**
+   * zhin's default, `on-risk`: "keeps unknown plugin actions behind confirmation". A
+   * plugin tool is known to be harmless only when it says it reads and changes nothing
+   * (`annotations.readOnlyHint`, and not `destructiveHint`); every other one asks.
+   */
+  function onRiskApproval(annotations) {
+    const readOnly = isObject(annotations) && annotations.readOnlyHint === true && annotations.destructiveHint !== true;
+    return readOnly ? "never" : "always";
+  }
+
+  /**
+   * zhin's Path Two: `definePlugin({ name, setup(context) })`. `setup` adds tools with
+   * `context.addTool(name, defineAgentTool(...))` and reads the plugin's configuration
+   * with `context.config.get()`. What it adds is kept aside and registered only after
+   * `setup` returned and every definition was read, all at once; a `setup` that throws
+   * (or a definition that cannot load) registers nothing and says why.
+   */
+  async function zhinPlugin(entry, kit) {
+    const { module, namespace } = entry;
+    const plugin = namespace.default;
+    if (!isObject(plugin) || typeof plugin.setup !== "function") {
+      kit.refuse(`${module} must default-export definePlugin({ name, setup(context) }) (zhin.js Path Two), or be laid out as tools/<name>/index.ts`);
+    }
+    const added = [];
+    let open = true;
+    const values = kit.settingsObject();
+    const context = withUnoffered(
+      {
+        name: typeof plugin.name === "string" ? plugin.name : kit.plugin,
+        config: ObjectFreeze({ get: () => values }),
+        addTool: (name, def) => {
+          if (!open) {
+            throw new ErrorCtor(`context.addTool(${StringCtor(name)}) was called after setup() returned; zhin.js publishes a plugin's tools once, when setup() succeeds, so add them inside setup()`);
+          }
+          if (typeof name !== "string") throw new TypeErrorCtor("context.addTool takes (name, defineAgentTool({ ... })): the name must be a string");
+          ArrayPrototypePush(added, { name, def });
+        },
+      },
+      "context",
+      ZHIN_UNOFFERED,
+      kit.unoffered,
+    );
+    try {
+      await ReflectApply(plugin.setup, plugin, [ObjectFreeze(context)]);
+    } catch (e) {
+      open = false;
+      const why = isObject(e) && typeof e.message === "string" ? e.message : StringCtor(e);
+      kit.refuse(`${module}: setup() threw, so none of the tools it added are offered: ${why}`);
+    }
+    open = false;
+    if (added.length === 0) {
+      kit.refuse(`${module}: setup() added no tools (it did not call context.addTool), so the plugin offers none`);
+    }
+    const specs = [];
+    for (let i = 0; i < added.length; i++) {
+      const { name, def } = added[i];
+      const spec = zhinSpec(name, def, `${module}: context.addTool('${name}')`, kit, "defineAgentTool({ description, inputSchema, execute })");
+      if (spec !== null) ArrayPrototypePush(specs, spec);
+    }
+    for (let i = 0; i < specs.length; i++) kit.register(specs[i]);
   }
 
   // ----------------------------------------------------------- plico (002)
@@ -179,7 +245,19 @@ const formats = (function () {
 
   // --------------------------------------------------------- podcode (004)
   /** Podcode's ToolContext members with nothing behind them here. */
-  const PODCODE_UNOFFERED = ["messages", "recordChange"];
+  const PODCODE_UNOFFERED = [];
+  /** Which end of an oversized output a Podcode tool keeps (`truncation`), the first the default. */
+  const PODCODE_TRUNCATIONS = ["head", "tail"];
+  /**
+   * An output larger than this many bytes (UTF-8) is oversized: the cap Podcode's
+   * built-in tools share ("same truncation"), 50 KiB. The document names no number of
+   * its own; this is the one its built-ins apply.
+   */
+  const PODCODE_OUTPUT_BYTES = 50 * 1024;
+  /** The result `_meta` key that carries a call's change journal to the host (`core/src/outcome.rs`). */
+  const CHANGES_META = "codemode/changes";
+  /** Why `ctx.messages` cannot exist here. */
+  const PODCODE_NO_MESSAGES = "ctx.messages is not available in codemode: an MCP server is never sent the agent's conversation (MCP carries no chat history to the tools it calls), so there are no messages to read; pass what the tool needs in its arguments";
 
   async function podcode(entries, kit) {
     const { module, namespace } = entries[0];
@@ -214,8 +292,10 @@ const formats = (function () {
         kit.refuse(`${where}: \`parameters\` is required, a zod schema`);
         continue;
       }
-      if (def.truncation !== undefined) {
-        kit.note(`tool ${def.id}: \`truncation\` is not honoured: codemode hands the whole output to the program, which keeps what it needs`);
+      const truncation = def.truncation === undefined ? PODCODE_TRUNCATIONS[0] : def.truncation;
+      if (!ArrayPrototypeIncludes(PODCODE_TRUNCATIONS, truncation)) {
+        kit.refuse(`${where}: \`truncation\` must be "head" or "tail" (which end of an oversized output survives)`);
+        continue;
       }
       const execute = def.execute;
       kit.register({
@@ -225,8 +305,8 @@ const formats = (function () {
         input: def.parameters,
         inputWhere: `tool ${def.id}: parameters`,
         annotations: def.idempotent === true ? { readOnlyHint: true, idempotentHint: true } : undefined,
-        shape: podcodeResult,
-        run: (args, call) => {
+        run: async (args, call) => {
+          const changes = [];
           const ctx = withUnoffered(
             {
               sessionID: call.base.chatId,
@@ -238,6 +318,7 @@ const formats = (function () {
               mainCwd: call.base.workspace,
               abort: call.signal,
               metadata: () => {},
+              recordChange: (change) => recordChange(changes, change, def.id, kit),
               ask: async (request) => {
                 const permission = isObject(request) ? StringCtor(request.permission) : "this";
                 const patterns = isObject(request) && ArrayIsArray(request.patterns) ? request.patterns : [];
@@ -252,16 +333,97 @@ const formats = (function () {
             PODCODE_UNOFFERED,
             kit.unoffered,
           );
-          return ReflectApply(execute, def, [args, ObjectFreeze(ctx)]);
+          ObjectDefineProperty(ctx, "messages", { get: () => { throw new ErrorCtor(PODCODE_NO_MESSAGES); }, enumerable: false });
+          const result = podcodeResult(await ReflectApply(execute, def, [args, ObjectFreeze(ctx)]), truncation);
+          return withChanges(result, changes);
         },
       });
     }
   }
 
-  /** A Podcode result as an MCP result: `output` is what the model reads; attachments are content. */
-  function podcodeResult(result) {
+  /**
+   * `ctx.recordChange({ file, op, oldContent, newContent })`: one entry of the call's
+   * change journal, a plain copy. It never throws: in Podcode's own pattern it runs after
+   * the file was written, so a throw would fail a call that did its work; an entry that
+   * cannot be read is logged and left out.
+   */
+  function recordChange(changes, change, tool, kit) {
+    try {
+      const text = (value) => (value === null || value === undefined ? null : StringCtor(value));
+      ArrayPrototypePush(changes, {
+        file: StringCtor(change.file),
+        op: StringCtor(change.op === undefined ? "modify" : change.op),
+        oldContent: text(change.oldContent),
+        newContent: text(change.newContent),
+      });
+    } catch (e) {
+      kit.console.error(`tool ${tool}: ctx.recordChange could not read its change, which is left out of the journal: ${isObject(e) && typeof e.message === "string" ? e.message : StringCtor(e)}`);
+    }
+  }
+
+  /** `result` carrying the call's change journal under `_meta` (the host collects it). */
+  function withChanges(result, changes) {
+    if (changes.length === 0) return result;
+    if (typeof result === "string") result = { content: [{ type: "text", text: result }] };
+    if (!isObject(result) || ArrayIsArray(result)) return result;
+    const meta = isObject(result._meta) ? { ...result._meta } : {};
+    meta[CHANGES_META] = changes;
+    return { ...result, _meta: meta };
+  }
+
+  /** The UTF-8 length of the UTF-16 code unit at `i` of `text` (a surrogate pair counts 4 for its high half, 0 for its low half). */
+  function utf8Width(text, i) {
+    const c = StringPrototypeCharCodeAt(text, i);
+    if (c < 0x80) return 1;
+    if (c < 0x800) return 2;
+    if (c >= 0xd800 && c <= 0xdbff) return 4;
+    if (c >= 0xdc00 && c <= 0xdfff) return 0;
+    return 3;
+  }
+
+  /**
+   * `output` within [`PODCODE_OUTPUT_BYTES`], keeping its start (`head`) or its end
+   * (`tail`), with a marker at the cut saying how many bytes were left out. An output
+   * that fits is returned as it is.
+   */
+  function truncateOutput(output, truncation) {
+    let total = 0;
+    for (let i = 0; i < output.length; i++) total += utf8Width(output, i);
+    if (total <= PODCODE_OUTPUT_BYTES) return output;
+    let kept = 0;
+    if (truncation === "tail") {
+      let start = output.length;
+      // Whole characters from the end: a low surrogate goes with the high one before it.
+      while (start > 0) {
+        let from = start - 1;
+        if (utf8Width(output, from) === 0 && from > 0) from -= 1;
+        let width = 0;
+        for (let i = from; i < start; i++) width += utf8Width(output, i) || 0;
+        if (kept + width > PODCODE_OUTPUT_BYTES) break;
+        kept += width;
+        start = from;
+      }
+      return `[output cut: the first ${total - kept} of ${total} bytes were left out; this tool keeps the end of an oversized output (truncation "tail")]\n${StringPrototypeSlice(output, start)}`;
+    }
+    let end = 0;
+    while (end < output.length) {
+      const width = utf8Width(output, end);
+      if (kept + width > PODCODE_OUTPUT_BYTES) break;
+      kept += width;
+      end += width === 4 ? 2 : 1;
+    }
+    return `${StringPrototypeSlice(output, 0, end)}\n[output cut: the last ${total - kept} of ${total} bytes were left out; this tool keeps the start of an oversized output (truncation "head")]`;
+  }
+
+  /**
+   * A Podcode result as an MCP result: `output` is what the model reads (cut to the
+   * tool's `truncation` when oversized); attachments are content.
+   */
+  function podcodeResult(result, truncation) {
+    if (typeof result === "string") return truncateOutput(result, truncation);
     if (!isObject(result) || ArrayIsArray(result) || result.content !== undefined) return result;
-    const content = [{ type: "text", text: typeof result.output === "string" ? result.output : StringCtor(result.output ?? "") }];
+    const output = typeof result.output === "string" ? result.output : StringCtor(result.output ?? "");
+    const content = [{ type: "text", text: truncateOutput(output, truncation) }];
     const attachments = ArrayIsArray(result.attachments) ? result.attachments : [];
     for (let i = 0; i < attachments.length; i++) {
       const a = attachments[i];
