@@ -3,9 +3,11 @@
 # a virtualenv under target/, then drives `codemode mcp` (stdio) and `codemode serve`
 # (streamable HTTP) with it (tests/mcp/test_mcp_server.py), a remote MCP server built with
 # the same SDK as a plugin (tests/mcp/test_remote_plugins.py), and the seed-format plugins
-# behind it (tests/mcp/test_plugin_formats.py, tests/mcp/test_podcode_output.py), the large-catalog example with the MCP
+# behind it (tests/mcp/test_plugin_formats.py, tests/mcp/test_podcode_output.py), the
+# large-catalog example with the MCP
 # reference server from npm (tests/mcp/test_large_catalog.py), and the service features
-# (stateless replicas, operations endpoints, JSON log: tests/mcp/test_service.py).
+# (stateless replicas, operations endpoints, JSON log: tests/mcp/test_service.py), and
+# each tool call's identity, subagents and progress (tests/mcp/test_plugin_ids.py).
 # Part of scripts/test.sh.
 source "$(dirname "$0")/lib.sh"
 ensure_system_packages
@@ -33,3 +35,6 @@ ensure_mcp_everything
 "$MCP_VENV/bin/python" tests/mcp/test_plugin_formats.py target/release/codemode
 # Podcode's truncation and change journal as the agent receives them.
 "$MCP_VENV/bin/python" tests/mcp/test_podcode_output.py target/release/codemode
+# Each tool call's identity, its subagents' lifetime, and progress from inside a call
+# (seed 000 subagents, plico's keys and ctx.context, Podcode's ctx.metadata).
+"$MCP_VENV/bin/python" tests/mcp/test_plugin_ids.py target/release/codemode

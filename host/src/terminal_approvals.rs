@@ -21,7 +21,7 @@ use serde_json::Value;
 
 use crate::dispatch::{ApprovedOnce, CallHooks, RunRequest};
 use crate::tool::form::Form;
-use crate::tool::{ApprovalAnswer, ApprovalQuestion, Approver, CallProgress, ProgressSink};
+use crate::tool::{ApprovalAnswer, ApprovalQuestion, Approver, CallProgress, CallStatus, ProgressSink};
 
 /// The terminal the person answers on.
 const TERMINAL: &str = "/dev/tty";
@@ -216,6 +216,13 @@ impl ProgressSink for TerminalApprovals {
     fn progress(&self, report: CallProgress) {
         let of = report.total.map(|t| format!("/{t}")).unwrap_or_default();
         tracing::info!(plugin = %report.plugin, "tools.{}.{}: {}{of} {}", report.plugin, report.tool, report.progress, report.message.unwrap_or_default());
+    }
+
+    /// What a call says it is doing (a subagent's rows, `ctx.metadata`) is logged too, so
+    /// it is not shown (`shown` stays false).
+    fn status(&self, status: CallStatus) {
+        let details = status.details.map(|d| format!(" {d}")).unwrap_or_default();
+        tracing::info!(plugin = %status.plugin, "tools.{}.{}: {}{details}", status.plugin, status.tool, status.message);
     }
 }
 

@@ -220,6 +220,7 @@ async fn each_call_carries_its_context() {
         agent_id: Some("codex".into()),
         chat_id: Some("c-1".into()),
         call_id: None,
+        ..codemode::Caller::default()
     };
     let outcome =
         s.executor.run(codemode::Program::new("return JSON.parse(await tools.js.echo({ x: 1 }))").caller(caller)).await;

@@ -340,14 +340,22 @@ fn seed_002_plico_tool_files_with_zod_3_arktype_and_commonjs_packages() {
     // CommonJS packages from npm: named and default imports.
     let v = run(&cfg, r#"return JSON.parse(await tools.plico.version({ text: "release v1.2 final" }))"#, &env);
     assert_eq!(v, json!({ "version": "1.2.0", "ms": 172_800_000 }));
-    // ctx: the call's context, an idempotency key, the signal; artifacts are not offered;
-    // the secret setting arrives as process.env, read from codemode's own environment.
+    // ctx: the host's context (none under `codemode run`), an idempotency key, the
+    // signal; artifacts are not offered; the secret setting arrives as process.env, read
+    // from codemode's own environment.
     let v = run(&cfg, "return JSON.parse(await tools.plico.whoami({}))", &env);
-    assert_eq!(v["context"], json!({ "callId": "1" }));
+    assert_eq!(v["context"], Value::Null);
     assert_eq!(v["key"], json!("plico:whoami:1"));
     assert_eq!(v["aborted"], json!(false));
     assert_eq!(v["artifacts"], json!("codemode does not offer ctx.artifacts"));
     assert_eq!(v["token"], json!("s3cret"));
+    // Each call of a program has its own idempotency key.
+    let keys = run(
+        &cfg,
+        "return [JSON.parse(await tools.plico.whoami({})).key, JSON.parse(await tools.plico.whoami({})).key]",
+        &env,
+    );
+    assert_eq!(keys, json!(["plico:whoami:1", "plico:whoami:2"]));
     // The secret is never logged nor shown.
     let (_, out, err) = codemode(&["run", "--config", cfg.to_str().unwrap(), "--log", "debug", "-"], "return 1", &env);
     assert!(!out.contains("s3cret") && !err.contains("s3cret"), "{out}\n{err}");
@@ -745,6 +753,15 @@ export function activate(api: any) {
     },
   });
   api.tools.register({ name: "workspace-only", description: "Offered in one scope.", scope: "plugins-workspace", run: () => "in scope" });
+  api.tools.register({
+    name: "left_running",
+    description: "Starts a subagent and never ends it.",
+    async run(_input: object, ctx: any) {
+      const sub = await ctx.subagent.start({ title: "Research", agent: "codex", prompt: "q" });
+      sub.step("Reading");
+      return { shown: sub.shown };
+    },
+  });
 }
 "#;
     let dir = folder("members", &[("manifest.json", manifest), ("main.ts", main)]);
@@ -783,12 +800,26 @@ export function activate(api: any) {
         run(&cfg, "return JSON.parse(await tools.m.research({}))", &[]),
         json!({ "shown": false, "settings": { "mode": "test" }, "version": "2.0.0" })
     );
+    // A subagent the call leaves running ends with it: the call answers at once (not at
+    // the plugin's 30 s timeout), and the subagent is reported ended (in the log here,
+    // where nobody is shown it).
+    let started = std::time::Instant::now();
+    let (code, out, err) = codemode(
+        &["run", "--json", "--log", "info", "--config", cfg.to_str().unwrap(), "-"],
+        "return JSON.parse(await tools.m.left_running({}))",
+        &[],
+    );
+    assert!(started.elapsed() < std::time::Duration::from_secs(10), "took {:?}", started.elapsed());
+    let outcome: Value = serde_json::from_str(&out).unwrap_or_else(|e| panic!("not JSON ({e}): {out}\n{err}"));
+    assert_eq!((code, &outcome["value"]), (0, &json!("{\"shown\":false}")), "{outcome:#}\n{err}");
+    assert!(err.contains("tools.m.left_running: subagent Research: step Reading"), "{err}");
+    assert!(err.contains("tools.m.left_running: subagent Research ended: completed with the call"), "{err}");
     // A scoped tool is offered only where its scope is configured.
     let (_, out, _) = tools(&cfg, false, &[]);
     assert!(out.contains("! plugin m (note): tool workspace-only is offered only in the scope \"plugins-workspace\", which this configuration does not serve; add scopes = [\"plugins-workspace\"] to offer it"), "{out}");
     assert_eq!(
         rejection(&cfg, "tools.m.workspace_only({})"),
-        "Unknown tool tools.m.workspace_only. Did you mean tools.m.research, tools.m.member?"
+        "Unknown tool tools.m.workspace_only. Did you mean tools.m.research, tools.m.left_running, tools.m.member?"
     );
     let scoped = config(&format!("scopes = [\"plugins-workspace\"]\n\n{entry}"));
     assert_eq!(run(&scoped, "return await tools.m.workspace_only({})", &[]), json!("in scope"));

@@ -347,6 +347,7 @@ async fn each_call_carries_its_context() {
         agent_id: Some("claude:work".into()),
         chat_id: Some("chat-9".into()),
         call_id: None,
+        ..codemode::Caller::default()
     };
     let outcome =
         s.executor.run(codemode::Program::new("return await tools.test_plugin.context()").caller(caller)).await;

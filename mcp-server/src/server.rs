@@ -19,7 +19,15 @@
 //! - **Who calls**: every tool call's context carries the client's name as `agentId`
 //!   (its `clientInfo`), the first `file://` root it offers as `workspace` (read after
 //!   `initialized` and again when its roots change), and `chatId` when the request names
-//!   the chat in `_meta.chatId`; nothing is invented from the MCP session.
+//!   the chat in `_meta.chatId`; nothing is invented from the MCP session. Each tool
+//!   call's `callId` is `<request id>:<call number>` (the request id alone for a tool
+//!   called directly); `workspaceId` and `messageId` come from the request's
+//!   `_meta.workspaceId` and `_meta.messageId`, `sessionId` from the HTTP session
+//!   (`Mcp-Session-Id`), and what the host application passes its tools (plico's
+//!   `ctx.context`) from `_meta["codemode/context"]` ([`HOST_CONTEXT_META`]).
+//! - **Progress** from inside a call (a plugin's `host/progress`: a subagent's rows,
+//!   Podcode's `ctx.metadata`) reaches a client that gave a progress token as progress
+//!   notifications of the request; plugins are told whether it does (`progressShown`).
 //! - **Logging** ([`super::logs`]): sessions the operator chose receive codemode's log
 //!   (plugins' stderr and console lines, codemode's warnings) as `notifications/message`,
 //!   from the level they set with `logging/setLevel`.
@@ -53,11 +61,16 @@ use codemode_core::executor::{Executor, Program};
 use codemode_core::limits::Limits;
 use codemode_core::outcome::{Outcome, OutcomeKind};
 use codemode_core::tool::{
-    Approval, ApprovalAnswer, ApprovalQuestion, Approver, CallProgress, Caller, Catalog, Content, ProgressSink, Tool,
-    ToolResult,
+    Approval, ApprovalAnswer, ApprovalQuestion, Approver, CallProgress, CallStatus, Caller, Catalog, Content,
+    ProgressSink, Tool, ToolResult,
 };
 
 pub use super::EXECUTE;
+/// The request `_meta` key whose value reaches plugins as the host application's context
+/// (plico's `ctx.context`), as it came.
+pub const HOST_CONTEXT_META: &str = "codemode/context";
+/// Longest progress line made of what a plugin says about a running call, in characters.
+const MAX_STATUS_CHARS: usize = 4000;
 /// Separates plugin and tool in separate tools mode (`notes__add-note`).
 pub const SEPARATOR: &str = "__";
 
@@ -232,7 +245,10 @@ impl CodemodeServer {
     }
 
     /// Who runs a program of this request: the session's client and workspace, the
-    /// chat when the request names it (`_meta.chatId`), and the request's id.
+    /// chat when the request names it (`_meta.chatId`), and the request's id; the
+    /// workspace's id and the agent's message when the request names them
+    /// (`_meta.workspaceId`, `_meta.messageId`), the HTTP session's id, and the host
+    /// application's context (`_meta["codemode/context"]`).
     ///
     /// A 2026-07-28 request has no session: its client is the `clientInfo` of its
     /// `_meta`, and its workspace `_meta.workspace` (a folder, or a `file://` URL).
@@ -245,12 +261,23 @@ impl CodemodeServer {
                 Ok(_) => None,
                 Err(_) => named(w),
             });
+        let text_in_meta =
+            |key: &str| ctx.meta.get(key).and_then(Value::as_str).filter(|c| !c.is_empty()).map(str::to_owned);
+        let session_id = ctx
+            .extensions
+            .get::<http::request::Parts>()
+            .and_then(|p| p.headers.get("mcp-session-id"))
+            .and_then(|v| v.to_str().ok())
+            .and_then(named);
         Caller {
             workspace: read(&self.session.workspace).or(workspace_in_meta),
             agent_id: read(&self.session.agent_id).or_else(|| ctx.client_info().and_then(|info| named(&info.name))),
             chat_id: ctx.meta.get("chatId").and_then(Value::as_str).filter(|c| !c.is_empty()).map(str::to_owned),
             call_id: Some(request_id(ctx)),
-            ..Caller::default()
+            workspace_id: text_in_meta("workspaceId"),
+            message_id: text_in_meta("messageId"),
+            session_id,
+            context: ctx.meta.get(HOST_CONTEXT_META).filter(|v| !v.is_null()).cloned(),
         }
     }
 
@@ -1042,6 +1069,19 @@ impl ProgressSink for Hooks {
         let of = report.total.map(|t| format!(" of {t}")).unwrap_or_default();
         let says = report.message.map(|m| format!(": {m}")).unwrap_or_default();
         self.notify(format!("tools.{}.{} at {}{of}{says}", report.plugin, report.tool, report.progress));
+    }
+
+    /// What a call says it is doing reaches the agent the same way:
+    /// `tools.<plugin>.<tool>: <message> <details as JSON>`, cut to [`MAX_STATUS_CHARS`].
+    fn status(&self, status: CallStatus) {
+        let details = status.details.map(|d| format!(" {d}")).unwrap_or_default();
+        let line = format!("tools.{}.{}: {}{details}", status.plugin, status.tool, status.message);
+        self.notify(line.chars().take(MAX_STATUS_CHARS).collect());
+    }
+
+    /// Shown when the client gave the request a progress token.
+    fn shown(&self) -> bool {
+        self.progress.is_some() && self.progress_token.is_some()
     }
 }
 

@@ -8,7 +8,9 @@
 //! and the connection is dropped; the next call starts a new process, after a backoff
 //! that doubles while the plugin keeps failing. A call the host gives up (the program
 //! ended, hit a limit, or the call timed out) is followed by `tool/cancel { id }`. The
-//! host never blocks on a plugin: every wait has a timeout or a cancellation.
+//! host never blocks on a plugin: every wait has a timeout or a cancellation. What a
+//! running call says about itself (`host/progress`) goes to that call's progress sink,
+//! found by the call's request id.
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;
@@ -20,7 +22,8 @@ use std::time::{Duration, Instant};
 use futures::StreamExt;
 use protocol::plugin::{
     ApproveResult, CallContext, HostInfo, HostRequest, InitializeParams, InitializeResult, Outgoing, PluginMessage,
-    PluginNotification, PluginRequest, RequestId, RpcError, ToolCallParams, ToolsListResult, PROTOCOL_VERSION,
+    PluginNotification, PluginRequest, ProgressParams, RequestId, RpcError, ToolCallParams, ToolsListResult,
+    PROTOCOL_VERSION,
 };
 use serde_json::Value;
 use tokio::io::AsyncWriteExt;
@@ -35,7 +38,7 @@ use super::net::NetAccess;
 pub use super::runtime::PluginError;
 use super::runtime::{remote_tools, Listed, PluginRuntime, RemoteCalls};
 use super::settings::{host_environment, resolve_env, resolve_settings, SettingError, SettingValue};
-use codemode_core::tool::{ApprovalQuestion, Approver, ToolDefinition, ToolResult};
+use codemode_core::tool::{ApprovalQuestion, Approver, CallStatus, ProgressSink, ToolDefinition, ToolResult};
 
 /// The longest line a plugin may write (one JSON-RPC message).
 const MAX_LINE_BYTES: usize = 16 * 1024 * 1024;
@@ -44,6 +47,8 @@ const MAX_LINE_BYTES: usize = 16 * 1024 * 1024;
 const MAX_LINE_COST: u64 = 64 * 1024 * 1024;
 /// Longest question a plugin may put to a person (`host/approve`), in characters.
 const MAX_APPROVAL_MESSAGE_CHARS: usize = 2000;
+/// Longest line a plugin may say about a running call (`host/progress`), in characters.
+const MAX_PROGRESS_MESSAGE_CHARS: usize = 2000;
 /// How long `initialize` and `tools/list` may take.
 const SETUP_TIMEOUT: Duration = Duration::from_secs(20);
 
@@ -73,6 +78,9 @@ type Pending = Arc<StdMutex<HashMap<u64, oneshot::Sender<Result<Value, PluginErr
 /// Who can approve what the running `tool/call`s ask (`host/approve`), by request id,
 /// with the tool's name.
 type Approvers = Arc<StdMutex<HashMap<u64, (String, Option<Arc<dyn Approver>>)>>>;
+/// Who hears what the running `tool/call`s say about themselves (`host/progress`), by
+/// request id, with the tool's name.
+type Reporters = Arc<StdMutex<HashMap<u64, (String, Arc<dyn ProgressSink>)>>>;
 type Stdin = Arc<Mutex<tokio::process::ChildStdin>>;
 
 /// One running process and its reader.
@@ -80,6 +88,7 @@ struct Connection {
     stdin: Stdin,
     pending: Pending,
     approvers: Approvers,
+    reporters: Reporters,
     next_id: AtomicU64,
     /// Cancelled when the connection is dead (and kills the process when dropped).
     dead: CancellationToken,
@@ -170,9 +179,24 @@ impl ProcessPlugin {
         cancel: CancellationToken,
         approver: Option<Arc<dyn Approver>>,
     ) -> ToolResult {
+        self.call_tool_reporting(tool, input, context, cancel, approver, None).await
+    }
+
+    /// [`ProcessPlugin::call_tool`], with `reporter` hearing what the call says about
+    /// itself while it runs (`host/progress`).
+    pub async fn call_tool_reporting(
+        self: &Arc<Self>,
+        tool: &str,
+        input: Value,
+        context: CallContext,
+        cancel: CancellationToken,
+        approver: Option<Arc<dyn Approver>>,
+        reporter: Option<Arc<dyn ProgressSink>>,
+    ) -> ToolResult {
         let request = HostRequest::ToolCall(ToolCallParams { name: tool.to_string(), input, context });
         let asks = Some((tool.to_string(), approver));
-        match self.request_asking(request, self.config.call_timeout, Some(cancel), true, asks).await {
+        let reports = reporter.map(|r| (tool.to_string(), r));
+        match self.request_reporting(request, self.config.call_timeout, Some(cancel), true, asks, reports).await {
             Ok(value) => serde_json::from_value::<ToolResult>(value.clone()).unwrap_or_else(|e| {
                 ToolResult::error(format!(
                     "plugin {} answered tool/call with something that is not a CallToolResult: {e}",
@@ -208,6 +232,20 @@ impl ProcessPlugin {
         wait: bool,
         asks: Option<(String, Option<Arc<dyn Approver>>)>,
     ) -> Result<Value, PluginError> {
+        self.request_reporting(request, timeout, cancel, wait, asks, None).await
+    }
+
+    /// [`ProcessPlugin::request_asking`] whose tool and progress sink (`reports`) hear
+    /// the plugin's `host/progress` for the call while it runs.
+    async fn request_reporting(
+        self: &Arc<Self>,
+        request: HostRequest,
+        timeout: Duration,
+        cancel: Option<CancellationToken>,
+        wait: bool,
+        asks: Option<(String, Option<Arc<dyn Approver>>)>,
+        reports: Option<(String, Arc<dyn ProgressSink>)>,
+    ) -> Result<Value, PluginError> {
         let method = request.method();
         let connection = self.connected(wait).await?;
         let id = connection.next_id.fetch_add(1, Ordering::Relaxed);
@@ -216,6 +254,10 @@ impl ProcessPlugin {
         let _asking = asks.map(|asks| {
             connection.approvers.lock().unwrap_or_else(|p| p.into_inner()).insert(id, asks);
             ForgetApprover { approvers: Arc::clone(&connection.approvers), id }
+        });
+        let _reporting = reports.map(|reports| {
+            connection.reporters.lock().unwrap_or_else(|p| p.into_inner()).insert(id, reports);
+            ForgetReporter { reporters: Arc::clone(&connection.reporters), id }
         });
         if let Err(e) = self.write(&connection, &Outgoing::HostRequest(RequestId::Number(id), request)).await {
             connection.pending.lock().unwrap_or_else(|p| p.into_inner()).remove(&id);
@@ -315,6 +357,7 @@ impl ProcessPlugin {
             stdin: Arc::new(Mutex::new(stdin)),
             pending: Arc::new(StdMutex::new(HashMap::new())),
             approvers: Arc::default(),
+            reporters: Arc::default(),
             next_id: AtomicU64::new(1),
             dead: CancellationToken::new(),
             retired: CancellationToken::new(),
@@ -330,6 +373,7 @@ impl ProcessPlugin {
             PluginRequests {
                 stdin: Arc::clone(&connection.stdin),
                 approvers: Arc::clone(&connection.approvers),
+                reporters: Arc::clone(&connection.reporters),
                 net: self.config.net.clone(),
                 running: Arc::default(),
                 dead: connection.dead.clone(),
@@ -407,7 +451,8 @@ impl RemoteCalls for ProcessPlugin {
         context: codemode_core::tool::CallContext,
     ) -> BoxFuture<'static, ToolResult> {
         Box::pin(async move {
-            self.call_tool(&tool, input, context.wire(), context.cancel.clone(), context.approver.clone()).await
+            let (wire, cancel, approver) = (context.wire(), context.cancel.clone(), context.approver.clone());
+            self.call_tool_reporting(&tool, input, wire, cancel, approver, context.progress.clone()).await
         })
     }
 }
@@ -421,6 +466,18 @@ struct ForgetApprover {
 impl Drop for ForgetApprover {
     fn drop(&mut self) {
         self.approvers.lock().unwrap_or_else(|p| p.into_inner()).remove(&self.id);
+    }
+}
+
+/// Forgets a call's progress sink when the call is over.
+struct ForgetReporter {
+    reporters: Reporters,
+    id: u64,
+}
+
+impl Drop for ForgetReporter {
+    fn drop(&mut self) {
+        self.reporters.lock().unwrap_or_else(|p| p.into_inner()).remove(&self.id);
     }
 }
 
@@ -515,6 +572,7 @@ async fn read_answers(
                     plugin.changed.send_modify(|n| *n += 1);
                 }
             }
+            PluginMessage::Notification(PluginNotification::Progress(params)) => requests.progressed(&name, params),
             PluginMessage::Notification(notification) => requests.notified(notification),
             PluginMessage::Request(id, request) => requests.serve(&name, id, request),
             PluginMessage::UnknownRequest(id, method) => {
@@ -547,6 +605,8 @@ struct PluginRequests {
     stdin: Stdin,
     /// Who answers the running calls' `host/approve`.
     approvers: Approvers,
+    /// Who hears the running calls' `host/progress`.
+    reporters: Reporters,
     net: Option<Arc<NetAccess>>,
     /// Requests being served, by id, so `host/cancel` can stop them.
     running: Arc<StdMutex<HashMap<RequestId, CancellationToken>>>,
@@ -566,8 +626,22 @@ impl PluginRequests {
                     token.cancel();
                 }
             }
-            PluginNotification::ToolsChanged => {}
+            PluginNotification::ToolsChanged | PluginNotification::Progress(_) => {}
         }
+    }
+
+    /// `host/progress`: what a running call says about itself, to that call's progress
+    /// sink (the line cut to [`MAX_PROGRESS_MESSAGE_CHARS`]); a call that is not running,
+    /// or that nobody watches, is ignored.
+    fn progressed(&self, plugin: &str, params: ProgressParams) {
+        let RequestId::Number(call) = params.call else { return };
+        let reporter = self.reporters.lock().unwrap_or_else(|p| p.into_inner()).get(&call).cloned();
+        let Some((tool, sink)) = reporter else {
+            tracing::debug!("plugin {plugin}: host/progress for tool/call {call}, which is not running");
+            return;
+        };
+        let message = params.message.chars().take(MAX_PROGRESS_MESSAGE_CHARS).collect();
+        sink.status(CallStatus { plugin: plugin.to_string(), tool, message, details: params.details });
     }
 
     /// Starts serving one request of the plugin's; never blocks the reader.

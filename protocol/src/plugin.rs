@@ -7,7 +7,8 @@
 //! host   → plugin  requests       initialize, tools/list, tool/call
 //! host   → plugin  notification   tool/cancel { id }
 //! plugin → host    requests       host/fetch, host/approve
-//! plugin → host    notifications  host/tools.changed, host/stopping, host/cancel { id }
+//! plugin → host    notifications  host/tools.changed, host/stopping, host/cancel { id },
+//!                                 host/progress { call, message, details? }
 //! ```
 //!
 //! [`HostMessage::parse`] reads a line as the plugin sees it, [`PluginMessage::parse`] as
@@ -41,6 +42,9 @@ pub mod method {
     pub const FETCH: &str = "host/fetch";
     /// Plugin → host: ask a person to approve something before the plugin does it.
     pub const APPROVE: &str = "host/approve";
+    /// Plugin → host (notification): how one running tool call is going, for whoever
+    /// watches the call (an MCP client's progress notifications).
+    pub const PROGRESS: &str = "host/progress";
 }
 
 /// A JSON-RPC id: the host uses numbers, plugins usually strings.
@@ -138,9 +142,25 @@ pub struct CallContext {
     /// The chat, when it is known.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub chat_id: Option<String>,
-    /// The agent's id for this call (or the program's call number).
+    /// This tool call's id: `<the agent's request id>:<the program's call number>` in a
+    /// program, the agent's request id for a tool it called directly, or the program's
+    /// call number when the agent gave no id.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub call_id: Option<String>,
+    /// The agent's session (its MCP session id), when it has one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session_id: Option<String>,
+    /// The agent's message that made this call, when the client names it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message_id: Option<String>,
+    /// What the host application passes its tools (the client's `_meta["codemode/context"]`),
+    /// as it came; absent when it passed nothing.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host_context: Option<Value>,
+    /// True when `host/progress` for this call reaches someone (an MCP client that asked
+    /// for progress); false when it goes only to the log.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub progress_shown: bool,
 }
 
 /// `tool/call`'s parameters.
@@ -235,6 +255,19 @@ pub struct ApproveResult {
     pub reason: Option<String>,
 }
 
+/// `host/progress`'s parameters: how one running tool call is going (a status line, a
+/// subagent's step or row), for whoever watches the call.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ProgressParams {
+    /// The tool call this belongs to (its `tool/call` request id).
+    pub call: RequestId,
+    /// What the call is doing, in a line.
+    pub message: String,
+    /// Structured details to show beside it (a seed format's metadata).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub details: Option<Value>,
+}
+
 /// A request the host sends a plugin.
 #[derive(Debug, Clone, PartialEq)]
 pub enum HostRequest {
@@ -300,6 +333,8 @@ pub enum PluginNotification {
     Stopping,
     /// `host/cancel { id }`.
     Cancel(RequestId),
+    /// `host/progress { call, message, details? }`.
+    Progress(ProgressParams),
 }
 
 /// The raw shape of any JSON-RPC message, before it is sorted.
@@ -415,6 +450,9 @@ impl PluginMessage {
                 method::CANCEL => params::<CancelParams>(&method, raw.params)
                     .map(|p| PluginMessage::Notification(PluginNotification::Cancel(p.id)))
                     .map_err(|why| (None, why)),
+                method::PROGRESS => params::<ProgressParams>(&method, raw.params)
+                    .map(|p| PluginMessage::Notification(PluginNotification::Progress(p)))
+                    .map_err(|why| (None, why)),
                 _ => Ok(PluginMessage::Other(method)),
             },
             (Some(id), None) => response(id, raw.result, raw.error)
@@ -466,6 +504,9 @@ impl Outgoing {
             }
             Outgoing::PluginNotification(PluginNotification::Cancel(id)) => {
                 serde_json::json!({ "jsonrpc": "2.0", "method": method::CANCEL, "params": { "id": id } })
+            }
+            Outgoing::PluginNotification(PluginNotification::Progress(params)) => {
+                serde_json::json!({ "jsonrpc": "2.0", "method": method::PROGRESS, "params": params })
             }
             Outgoing::Answer(id, Ok(result)) => serde_json::json!({ "jsonrpc": "2.0", "id": id, "result": result }),
             Outgoing::Answer(id, Err(error)) => serde_json::json!({ "jsonrpc": "2.0", "id": id, "error": error }),
@@ -532,6 +573,11 @@ mod tests {
             PluginNotification::ToolsChanged,
             PluginNotification::Stopping,
             PluginNotification::Cancel(RequestId::Text("r".into())),
+            PluginNotification::Progress(ProgressParams {
+                call: RequestId::Number(3),
+                message: "subagent Research: step Reading the docs".into(),
+                details: Some(json!({ "release": "v42" })),
+            }),
         ] {
             let line = Outgoing::PluginNotification(notification.clone()).to_line();
             assert_eq!(PluginMessage::parse(&line), Ok(PluginMessage::Notification(notification)));
@@ -558,6 +604,20 @@ mod tests {
                 .unwrap_err();
         assert_eq!(id, Some(RequestId::Text("f".into())));
         assert!(why.starts_with("host/fetch: invalid parameters: missing field `url`"), "{why}");
+    }
+
+    #[test]
+    fn a_call_context_carries_only_what_is_known() {
+        let context = CallContext {
+            call_id: Some("7:2".into()),
+            host_context: Some(json!({ "userId": "u-1" })),
+            progress_shown: true,
+            ..CallContext::default()
+        };
+        let wire = serde_json::to_value(&context).unwrap();
+        assert_eq!(wire, json!({ "callId": "7:2", "hostContext": { "userId": "u-1" }, "progressShown": true }));
+        assert_eq!(serde_json::from_value::<CallContext>(wire).unwrap(), context);
+        assert_eq!(serde_json::to_value(CallContext::default()).unwrap(), json!({}));
     }
 
     #[test]

@@ -113,10 +113,31 @@ pub struct CallProgress {
     pub message: Option<String>,
 }
 
+/// What a running call says it is doing (a plugin's `host/progress`: a seed format's
+/// status line, a subagent's step or row), without a measure of how far along it is.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CallStatus {
+    /// The plugin.
+    pub plugin: String,
+    /// The tool.
+    pub tool: String,
+    /// What it is doing, in a line.
+    pub message: String,
+    /// Structured details beside it, when the plugin gave some.
+    pub details: Option<Value>,
+}
+
 /// Hears how the calls of one program are going.
 pub trait ProgressSink: Send + Sync + 'static {
     /// A call reported progress.
     fn progress(&self, report: CallProgress);
+    /// A call said what it is doing; by default nobody sees it.
+    fn status(&self, _status: CallStatus) {}
+    /// Whether what [`ProgressSink::progress`] and [`ProgressSink::status`] hear reaches
+    /// someone (an MCP client that asked for progress), rather than only the log.
+    fn shown(&self) -> bool {
+        false
+    }
 }
 
 impl std::fmt::Debug for dyn Approver {
@@ -150,11 +171,21 @@ pub struct Caller {
     /// The agent's id for this `execute` call, when it gave one.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub call_id: Option<String>,
+    /// The agent's session (its MCP session id), when it has one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session_id: Option<String>,
+    /// The agent's message that made the request, when the client names it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message_id: Option<String>,
+    /// What the host application passes its tools (plico's `ctx.context`), as the client
+    /// sent it; `None` when it sent nothing.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub context: Option<Value>,
 }
 
 impl CallContext {
     /// The context as plugins receive it (`tool/call`'s `context`): the caller's fields,
-    /// and `callId` (the agent's id when it gave one, else the program's call number).
+    /// this call's id ([`CallContext::wire_call_id`]), and whether its progress is shown.
     pub fn wire(&self) -> protocol::plugin::CallContext {
         let c = &*self.caller;
         protocol::plugin::CallContext {
@@ -162,7 +193,23 @@ impl CallContext {
             workspace: c.workspace.clone(),
             agent_id: c.agent_id.clone(),
             chat_id: c.chat_id.clone(),
-            call_id: Some(c.call_id.clone().unwrap_or_else(|| self.call_id.to_string())),
+            call_id: Some(self.wire_call_id()),
+            session_id: c.session_id.clone(),
+            message_id: c.message_id.clone(),
+            host_context: c.context.clone(),
+            progress_shown: self.progress.as_ref().is_some_and(|p| p.shown()),
+        }
+    }
+
+    /// This tool call's id, one per call and the same for the whole call (a plugin tried
+    /// again keeps it), traceable to the agent's request: `<request id>:<call number>`
+    /// for a program's call, the request id for a tool the agent called directly (call
+    /// number 0), and the program's call number when the agent gave no id.
+    pub fn wire_call_id(&self) -> String {
+        match (&self.caller.call_id, self.call_id) {
+            (Some(request), 0) => request.clone(),
+            (Some(request), number) => format!("{request}:{number}"),
+            (None, number) => number.to_string(),
         }
     }
 }

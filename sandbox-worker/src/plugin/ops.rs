@@ -13,7 +13,8 @@
 //!   `CallToolResult` here, so a malformed one fails the call with the reason);
 //! - `op_plugin_fetch`, `op_plugin_approve` and `op_plugin_cancel_request` are the
 //!   plugin's own requests (`host/fetch`, `host/approve`, `host/cancel`);
-//!   `op_plugin_tools_changed` announces a changed tool list;
+//!   `op_plugin_tools_changed` announces a changed tool list; `op_plugin_progress`
+//!   says how a running call is going (`host/progress`);
 //! - `op_plugin_log` writes console output to standard error, which the host logs;
 //! - `op_plugin_timers` tells the link the next timer deadline: the wait for the host
 //!   ends then, with a `timers` delivery;
@@ -41,7 +42,8 @@ use futures::channel::oneshot;
 use protocol::mcp::CallToolResult;
 use protocol::plugin::{
     ApproveParams, ApproveResult, CallContext, FetchParams, FetchResult, HostMessage, HostRequest, InitializeParams,
-    InitializeResult, Outgoing, PluginNotification, PluginRequest, RequestId, RpcError, ToolsListResult,
+    InitializeResult, Outgoing, PluginNotification, PluginRequest, ProgressParams, RequestId, RpcError,
+    ToolsListResult,
 };
 use serde::Serialize;
 use serde_json::{Map, Value};
@@ -562,6 +564,29 @@ pub fn op_plugin_approve(
     Ok(link.ask(OwnRequest::Approve, PluginRequest::Approve(ApproveParams { call, message, details })))
 }
 
+/// Sends `host/progress` for the call with `ticket`: what it is doing, with details
+/// (JSON text) beside it. A call that already ended says nothing more (returns false).
+#[op2]
+pub fn op_plugin_progress(
+    state: &mut OpState,
+    #[smi] ticket: u32,
+    #[string] message: String,
+    #[string] details_json: Option<String>,
+) -> Result<bool, JsErrorBox> {
+    let link = link(state)?;
+    let call = link.in_flight.borrow().get(&ticket).map(|request| request.id.clone());
+    let Some(call) = call else { return Ok(false) };
+    let details = match details_json {
+        Some(text) => Some(
+            serde_json::from_str(&text)
+                .map_err(|e| JsErrorBox::type_error(format!("the progress details are not JSON: {e}")))?,
+        ),
+        None => None,
+    };
+    link.write(&Outgoing::PluginNotification(PluginNotification::Progress(ProgressParams { call, message, details })));
+    Ok(true)
+}
+
 /// Gives up one of the plugin's own requests (`host/cancel`).
 #[op2(fast)]
 pub fn op_plugin_cancel_request(state: &mut OpState, #[smi] request: u32) -> Result<(), JsErrorBox> {
@@ -754,6 +779,7 @@ deno_core::extension!(
         op_plugin_approve,
         op_plugin_cancel_request,
         op_plugin_tools_changed,
+        op_plugin_progress,
         op_plugin_log,
         op_plugin_timers,
         op_plugin_require,

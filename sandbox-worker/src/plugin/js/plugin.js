@@ -38,6 +38,7 @@ const {
   op_plugin_approve: opApprove,
   op_plugin_cancel_request: opCancelRequest,
   op_plugin_tools_changed: opToolsChanged,
+  op_plugin_progress: opProgress,
   op_plugin_log: opLog,
   op_plugin_require: opRequire,
   op_plugin_module_source: opModuleSource,
@@ -66,7 +67,6 @@ const {
   ObjectFreeze,
   ObjectKeys,
   Promise: PromiseCtor,
-  PromiseAll,
   ReflectApply,
   RegExpPrototypeTest,
   SafeMap,
@@ -305,36 +305,84 @@ function manifestContext(call) {
   });
 }
 
+/** Plain JSON of `value` for a progress line's details, or undefined when it has none. */
+function detailsOf(value) {
+  if (value === undefined) return undefined;
+  try {
+    const text = JSONStringify(value);
+    return text === undefined ? undefined : JSONParse(text);
+  } catch {
+    return undefined;
+  }
+}
+
 /**
- * Seed 000's `ctx.subagent` outside a chat: the handle works and shows nothing
- * (`shown` is false); the call's answer waits for the `end()` of each one started.
+ * Seed 000's `ctx.subagent`: each handle's rows (`text`, `reasoning`, `step`, `tool`
+ * rows, `usage`, `notice`, `update`, `event`, `end`) go to the host as the call's
+ * `host/progress` lines, which reach the agent's client as progress notifications when it
+ * asked for them (`shown` is true exactly then). A subagent lives as long as its call:
+ * when the handler returns or throws, each one still running ends with it (`completed`,
+ * `failed`, or `stopped` when the call was given up), and everything a handle does
+ * after its end is a no-op. The call's answer never waits for an `end()`.
+ * `call`: `{ signal, shown, report(message, details?) }`.
  */
 function makeSubagents(call) {
-  const ends = [];
-  const nothing = () => {};
+  /** The handles' end functions, for the ones still running when the call ends. */
+  const running = [];
   const starter = ObjectFreeze({
     start: async (options) => {
       if (options === null || typeof options !== "object" || typeof options.title !== "string") {
         throw new PluginTypeError("ctx.subagent.start takes { title, name?, agent?, model?, effort?, prompt? }");
       }
-      let finish;
-      ArrayPrototypePush(ends, new PromiseCtor((resolve) => { finish = resolve; }));
+      const title = options.title;
       let ended = false;
       let rows = 0;
+      const say = (what, details) => { if (!ended) call.report(`subagent ${title}: ${what}`, detailsOf(details)); };
+      const on = [];
+      if (typeof options.agent === "string") ArrayPrototypePush(on, `agent ${options.agent}`);
+      if (typeof options.model === "string") ArrayPrototypePush(on, `model ${options.model}`);
+      call.report(`subagent ${title} started${on.length ? ` (${ArrayPrototypeJoin(on, ", ")})` : ""}`, undefined);
+      const finish = (status, summary, how) => {
+        if (ended) return;
+        call.report(`subagent ${title} ended: ${status}${how}${summary === undefined ? "" : ` (${StringCtor(summary)})`}`, undefined);
+        ended = true;
+      };
+      ArrayPrototypePush(running, (status) => finish(status, undefined, " with the call"));
       return ObjectFreeze({
-        shown: false,
+        shown: call.shown,
         signal: call.signal,
-        text: nothing, reasoning: nothing, step: nothing, usage: nothing, notice: nothing, update: nothing, event: nothing,
-        tool: () => ObjectFreeze({ id: `tool-${++rows}`, update: nothing, output: nothing, end: nothing }),
-        end: async () => {
-          if (!ended) { ended = true; finish(); }
+        text: (delta) => say(`text ${StringCtor(delta)}`),
+        reasoning: (delta) => say(`reasoning ${StringCtor(delta)}`),
+        step: (stepTitle) => say(`step ${StringCtor(stepTitle)}`),
+        usage: (usage) => say("usage", usage),
+        notice: (message, level) => say(`notice${level === undefined ? "" : ` (${StringCtor(level)})`} ${StringCtor(message)}`),
+        update: (fields) => say("update", fields),
+        event: (kind) => say("event", kind),
+        tool: (row) => {
+          const id = `tool-${++rows}`;
+          const label = row !== null && typeof row === "object" ? StringCtor(row.title ?? row.name ?? id) : id;
+          say(`tool ${label}`, row);
+          let done = false;
+          const rowSay = (what, details) => { if (!done) say(`tool ${label} ${what}`, details); };
+          return ObjectFreeze({
+            id,
+            update: (fields) => rowSay("update", fields),
+            output: (text) => rowSay(`output ${StringCtor(text)}`),
+            end: (status, content) => { rowSay(StringCtor(status ?? "completed"), content); done = true; },
+          });
+        },
+        end: async (result) => {
+          const status = result !== null && typeof result === "object" && result.status !== undefined ? StringCtor(result.status) : "completed";
+          finish(status, result !== null && typeof result === "object" ? result.summary : undefined, "");
         },
       });
     },
   });
-  // A subagent the call leaves running ends with it.
-  const settle = () => PromiseAll(ends);
-  return { starter, settle, pending: () => ends.length };
+  /** Ends every subagent still running, with the call's `status`. */
+  const endAll = (status) => {
+    for (let i = 0; i < running.length; i++) running[i](status);
+  };
+  return { starter, endAll };
 }
 
 const SIMPLE_NAME = new SafeRegExp("^[a-z][a-z0-9_]{0,63}$");
@@ -416,10 +464,18 @@ async function callTool(delivery) {
       input = parsed.value;
     }
     const context = delivery.context;
-    const subagents = makeSubagents({ signal: controller.signal });
+    /** Says how the call is going (`host/progress`); nothing once it has ended. */
+    const report = (message, details) => {
+      const plain = detailsOf(details);
+      opProgress(ticket, StringCtor(message), plain === undefined ? null : JSONStringify(plain));
+    };
+    const shown = context.progressShown === true;
+    const subagents = makeSubagents({ signal: controller.signal, shown, report });
     const call = ObjectFreeze({
       base: context,
       signal: controller.signal,
+      shown,
+      report,
       subagent: subagents.starter,
       hostContext: hostContextOf(context),
       idempotencyKey: `${PLUGIN}:${delivery.name}:${context.callId === undefined ? ticket : context.callId}`,
@@ -428,8 +484,15 @@ async function callTool(delivery) {
         return awaitAnswer(opApprove(ticket, StringCtor(message), detailsJson === undefined ? null : detailsJson), controller.signal);
       },
     });
-    let value = await entry.run(input, call);
-    if (subagents.pending()) await subagents.settle();
+    let value;
+    try {
+      value = await entry.run(input, call);
+    } catch (e) {
+      // A subagent the call leaves running ends with it.
+      subagents.endAll(controller.signal.aborted ? "stopped" : "failed");
+      throw e;
+    }
+    subagents.endAll(controller.signal.aborted ? "stopped" : "completed");
     if (entry.shape) value = entry.shape(value);
     if (entry.parseOutput && !(typeof value === "string" || (value !== null && typeof value === "object" && ArrayIsArray(value.content)))) {
       const parsed = await entry.parseOutput(value === undefined ? null : value);
@@ -445,10 +508,12 @@ async function callTool(delivery) {
   opAnswerCall(ticket, text);
 }
 
-/** plico's `ctx.context`: who called, when the host knows anyone; undefined otherwise. */
+/**
+ * plico's `ctx.context`: what the host application passed its tools (an MCP client's
+ * `_meta["codemode/context"]`), deeply frozen; undefined when it passed none.
+ */
 function hostContextOf(context) {
-  const names = ObjectKeys(context);
-  return names.length === 0 ? undefined : ObjectFreeze({ ...context });
+  return context.hostContext === undefined ? undefined : deepFreeze(context.hostContext);
 }
 
 function cancelCall(ticket) {

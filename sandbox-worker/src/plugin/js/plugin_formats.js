@@ -309,15 +309,15 @@ const formats = (function () {
           const changes = [];
           const ctx = withUnoffered(
             {
-              sessionID: call.base.chatId,
-              messageID: undefined,
+              sessionID: call.base.chatId ?? call.base.sessionId,
+              messageID: call.base.messageId,
               callID: call.base.callId,
               parentID: undefined,
               rootID: undefined,
               agent: call.base.agentId,
               mainCwd: call.base.workspace,
               abort: call.signal,
-              metadata: () => {},
+              metadata: (update) => podcodeMetadata(call, update),
               recordChange: (change) => recordChange(changes, change, def.id, kit),
               ask: async (request) => {
                 const permission = isObject(request) ? StringCtor(request.permission) : "this";
@@ -339,6 +339,16 @@ const formats = (function () {
         },
       });
     }
+  }
+
+  /**
+   * Podcode's `ctx.metadata({ title, metadata })`: the tool's live state, as a progress
+   * line of the call (its title, with the metadata as details).
+   */
+  function podcodeMetadata(call, update) {
+    if (!isObject(update)) throw new TypeErrorCtor("ctx.metadata takes { title?, metadata? }");
+    const title = update.title === undefined ? "metadata" : StringCtor(update.title);
+    call.report(title, update.metadata);
   }
 
   /**
