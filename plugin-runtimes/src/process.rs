@@ -20,7 +20,8 @@ use std::time::{Duration, Instant};
 use futures::StreamExt;
 use protocol::plugin::{
     ApproveResult, CallContext, HostInfo, HostRequest, InitializeParams, InitializeResult, Outgoing, PluginMessage,
-    PluginNotification, PluginRequest, RequestId, RpcError, ToolCallParams, ToolsListResult, PROTOCOL_VERSION,
+    PluginNotification, PluginRequest, RequestId, RpcError, SampleParams, ToolCallParams, ToolsListResult,
+    PROTOCOL_VERSION,
 };
 use serde_json::Value;
 use tokio::io::AsyncWriteExt;
@@ -35,7 +36,7 @@ use super::net::NetAccess;
 pub use super::runtime::PluginError;
 use super::runtime::{remote_tools, Listed, PluginRuntime, RemoteCalls};
 use super::settings::{host_environment, resolve_env, resolve_settings, SettingError, SettingValue};
-use codemode_core::tool::{ApprovalQuestion, Approver, ToolDefinition, ToolResult};
+use codemode_core::tool::{ApprovalQuestion, Approver, SampleRequest, Sampler, ToolDefinition, ToolResult};
 
 /// The longest line a plugin may write (one JSON-RPC message).
 const MAX_LINE_BYTES: usize = 16 * 1024 * 1024;
@@ -73,6 +74,9 @@ type Pending = Arc<StdMutex<HashMap<u64, oneshot::Sender<Result<Value, PluginErr
 /// Who can approve what the running `tool/call`s ask (`host/approve`), by request id,
 /// with the tool's name.
 type Approvers = Arc<StdMutex<HashMap<u64, (String, Option<Arc<dyn Approver>>)>>>;
+/// Who asks a model for the running `tool/call`s (`host/sample`), by request id, with
+/// the tool's name.
+type Samplers = Arc<StdMutex<HashMap<u64, (String, Option<Arc<dyn Sampler>>)>>>;
 type Stdin = Arc<Mutex<tokio::process::ChildStdin>>;
 
 /// One running process and its reader.
@@ -80,6 +84,7 @@ struct Connection {
     stdin: Stdin,
     pending: Pending,
     approvers: Approvers,
+    samplers: Samplers,
     next_id: AtomicU64,
     /// Cancelled when the connection is dead (and kills the process when dropped).
     dead: CancellationToken,
@@ -161,7 +166,8 @@ impl ProcessPlugin {
     }
 
     /// Calls a tool (`tool/call`). A plugin failure is a failed tool result, never a panic.
-    /// `approver` answers what the plugin asks a person during the call (`host/approve`).
+    /// `approver` answers what the plugin asks a person during the call (`host/approve`),
+    /// `sampler` its model calls (`host/sample`).
     pub async fn call_tool(
         self: &Arc<Self>,
         tool: &str,
@@ -169,10 +175,12 @@ impl ProcessPlugin {
         context: CallContext,
         cancel: CancellationToken,
         approver: Option<Arc<dyn Approver>>,
+        sampler: Option<Arc<dyn Sampler>>,
     ) -> ToolResult {
         let request = HostRequest::ToolCall(ToolCallParams { name: tool.to_string(), input, context });
         let asks = Some((tool.to_string(), approver));
-        match self.request_asking(request, self.config.call_timeout, Some(cancel), true, asks).await {
+        let samples = Some((tool.to_string(), sampler));
+        match self.request_asking(request, self.config.call_timeout, Some(cancel), true, asks, samples).await {
             Ok(value) => serde_json::from_value::<ToolResult>(value.clone()).unwrap_or_else(|e| {
                 ToolResult::error(format!(
                     "plugin {} answered tool/call with something that is not a CallToolResult: {e}",
@@ -195,7 +203,7 @@ impl ProcessPlugin {
         cancel: Option<CancellationToken>,
         wait: bool,
     ) -> Result<Value, PluginError> {
-        self.request_asking(request, timeout, cancel, wait, None).await
+        self.request_asking(request, timeout, cancel, wait, None, None).await
     }
 
     /// [`ProcessPlugin::request_with`] for a `tool/call` whose tool and approver
@@ -207,6 +215,7 @@ impl ProcessPlugin {
         cancel: Option<CancellationToken>,
         wait: bool,
         asks: Option<(String, Option<Arc<dyn Approver>>)>,
+        samples: Option<(String, Option<Arc<dyn Sampler>>)>,
     ) -> Result<Value, PluginError> {
         let method = request.method();
         let connection = self.connected(wait).await?;
@@ -216,6 +225,10 @@ impl ProcessPlugin {
         let _asking = asks.map(|asks| {
             connection.approvers.lock().unwrap_or_else(|p| p.into_inner()).insert(id, asks);
             ForgetApprover { approvers: Arc::clone(&connection.approvers), id }
+        });
+        let _sampling = samples.map(|samples| {
+            connection.samplers.lock().unwrap_or_else(|p| p.into_inner()).insert(id, samples);
+            ForgetSampler { samplers: Arc::clone(&connection.samplers), id }
         });
         if let Err(e) = self.write(&connection, &Outgoing::HostRequest(RequestId::Number(id), request)).await {
             connection.pending.lock().unwrap_or_else(|p| p.into_inner()).remove(&id);
@@ -315,6 +328,7 @@ impl ProcessPlugin {
             stdin: Arc::new(Mutex::new(stdin)),
             pending: Arc::new(StdMutex::new(HashMap::new())),
             approvers: Arc::default(),
+            samplers: Arc::default(),
             next_id: AtomicU64::new(1),
             dead: CancellationToken::new(),
             retired: CancellationToken::new(),
@@ -330,6 +344,7 @@ impl ProcessPlugin {
             PluginRequests {
                 stdin: Arc::clone(&connection.stdin),
                 approvers: Arc::clone(&connection.approvers),
+                samplers: Arc::clone(&connection.samplers),
                 net: self.config.net.clone(),
                 running: Arc::default(),
                 dead: connection.dead.clone(),
@@ -407,7 +422,9 @@ impl RemoteCalls for ProcessPlugin {
         context: codemode_core::tool::CallContext,
     ) -> BoxFuture<'static, ToolResult> {
         Box::pin(async move {
-            self.call_tool(&tool, input, context.wire(), context.cancel.clone(), context.approver.clone()).await
+            let sampler = context.sampler.clone();
+            self.call_tool(&tool, input, context.wire(), context.cancel.clone(), context.approver.clone(), sampler)
+                .await
         })
     }
 }
@@ -421,6 +438,18 @@ struct ForgetApprover {
 impl Drop for ForgetApprover {
     fn drop(&mut self) {
         self.approvers.lock().unwrap_or_else(|p| p.into_inner()).remove(&self.id);
+    }
+}
+
+/// Forgets a call's sampler when the call is over.
+struct ForgetSampler {
+    samplers: Samplers,
+    id: u64,
+}
+
+impl Drop for ForgetSampler {
+    fn drop(&mut self) {
+        self.samplers.lock().unwrap_or_else(|p| p.into_inner()).remove(&self.id);
     }
 }
 
@@ -547,6 +576,8 @@ struct PluginRequests {
     stdin: Stdin,
     /// Who answers the running calls' `host/approve`.
     approvers: Approvers,
+    /// Who answers the running calls' `host/sample`.
+    samplers: Samplers,
     net: Option<Arc<NetAccess>>,
     /// Requests being served, by id, so `host/cancel` can stop them.
     running: Arc<StdMutex<HashMap<RequestId, CancellationToken>>>,
@@ -597,6 +628,7 @@ impl PluginRequests {
                     let _ = write_line(&stdin, &dead, &Outgoing::Answer(id, answer)).await;
                 });
             }
+            PluginRequest::Sample(params) => self.sample(plugin, id, params),
             PluginRequest::Approve(params) => {
                 let running = match &params.call {
                     RequestId::Number(call) => {
@@ -642,6 +674,42 @@ impl PluginRequests {
                 });
             }
         }
+    }
+
+    /// `host/sample`: the model call of the running `tool/call` it names, through that
+    /// call's sampler (the MCP client's model); an error when the call is not running or
+    /// its front end has no model.
+    fn sample(&self, plugin: &str, id: RequestId, params: SampleParams) {
+        let running = match &params.call {
+            RequestId::Number(call) => self.samplers.lock().unwrap_or_else(|p| p.into_inner()).get(call).cloned(),
+            RequestId::Text(_) => None,
+        };
+        let api = params.api.clone().unwrap_or_else(|| protocol::plugin::method::SAMPLE.to_string());
+        let (tool, sampler) = match running {
+            None => {
+                let why = format!("{api}: tool/call {} is not running, so there is no client to ask", params.call);
+                return self.reply(id, Err(RpcError::new(why)));
+            }
+            Some((_, None)) => {
+                let why = format!("{api} needs a model, and codemode has none of its own: it asks the model of the MCP client that runs the program (MCP sampling), and this program has no MCP client (codemode run); run it through codemode mcp or codemode serve");
+                return self.reply(id, Err(RpcError::new(why)));
+            }
+            Some((tool, Some(sampler))) => (tool, sampler),
+        };
+        let request = SampleRequest { plugin: plugin.to_string(), tool, params };
+        let token = self.dead.child_token();
+        self.running.lock().unwrap_or_else(|p| p.into_inner()).insert(id.clone(), token.clone());
+        let (stdin, running, dead) = (Arc::clone(&self.stdin), Arc::clone(&self.running), self.dead.clone());
+        tokio::spawn(async move {
+            let answer = tokio::select! {
+                answer = sampler.sample(request) => answer,
+                () = token.cancelled() => return,
+            };
+            running.lock().unwrap_or_else(|p| p.into_inner()).remove(&id);
+            let answer =
+                answer.map(|result| serde_json::to_value(result).unwrap_or(Value::Null)).map_err(RpcError::new);
+            let _ = write_line(&stdin, &dead, &Outgoing::Answer(id, answer)).await;
+        });
     }
 
     fn reply(&self, id: RequestId, answer: Result<Value, RpcError>) {

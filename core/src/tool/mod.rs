@@ -38,7 +38,8 @@ use serde_json::Value;
 
 pub use catalog::{is_valid_name, Catalog, CatalogError, Recover, Unavailable};
 pub use handler::{
-    ApprovalAnswer, ApprovalQuestion, Approver, CallContext, CallProgress, Caller, FnTool, ProgressSink, ToolHandler,
+    ApprovalAnswer, ApprovalQuestion, Approver, CallContext, CallProgress, Caller, FnTool, ProgressSink, SampleRequest,
+    Sampler, ToolHandler,
 };
 pub use protocol::mcp::{
     Annotations, Approval, CallToolResult as ToolResult, Content, ResourceContents, Tool as ToolDefinition,
