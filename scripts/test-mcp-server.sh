@@ -23,6 +23,9 @@ ensure_mcp_venv
 # one asking their own questions.
 ensure_ts_sdk
 "$MCP_VENV/bin/python" tests/mcp/test_mcp_2026.py target/release/codemode "$TS_SDK_DIR"
+# Plugins' model calls (host.llm, host.decide, api.models.prompt) answered by the
+# client's model: sampling/createMessage (2025-11-25) and input-required rounds (2026-07-28).
+"$MCP_VENV/bin/python" tests/mcp/test_sampling.py target/release/codemode
 # A remote MCP server (the SDK's own, over streamable HTTP) as a plugin.
 "$MCP_VENV/bin/python" tests/mcp/test_remote_plugins.py target/release/codemode
 # OAuth against the SDK's own authorization server: login, refresh, logout.

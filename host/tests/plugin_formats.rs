@@ -376,6 +376,56 @@ fn seed_002_plico_tool_files_with_zod_3_arktype_and_commonjs_packages() {
     );
 }
 
+/// What seed 003's `host.media` throws.
+const MEDIA: &str = "host.media is not available in codemode: uploading and transcoding audio is a service of the agent's app, which an MCP server does not have; return audio as MCP content ({ content: [{ type: \"audio\", data, mimeType }] }) instead";
+
+/// Seed 003's `host.llm`, `host.decide`, `host.session.llm` and seed 000's
+/// `api.models.prompt` under `codemode run`, which has no model (through an MCP client
+/// they ask its model: tests/mcp/test_sampling.py); the members that cannot exist under
+/// an MCP server (the rest of `host.session`, `host.media`, `api.host.kernel` in the
+/// document's own `run_command`) throw saying which and why.
+#[test]
+fn seed_003_and_000_model_calls_and_members_an_mcp_server_cannot_have() {
+    let plugins = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../tests/plugins/model-calls");
+    let plugins = std::fs::canonicalize(plugins).unwrap();
+    let cfg = config(&format!(
+        "[[plugin]]\nname = \"model\"\nkind = \"javascript\"\npath = \"{}\"\n\n[[plugin]]\nname = \"models\"\nkind = \"javascript\"\npath = \"{}\"\n",
+        plugins.join("globals").display(),
+        plugins.join("manifest").display()
+    ));
+    let no_model = |api: &str| {
+        format!("{api} needs a model, and codemode has none of its own: it asks the model of the MCP client that runs the program (MCP sampling), and this program has no MCP client (codemode run); run it through codemode mcp or codemode serve")
+    };
+    assert_eq!(rejection(&cfg, "tools.model.summarize({ text: 'x' })"), no_model("host.llm"));
+    assert_eq!(rejection(&cfg, "tools.model.triage({ message: 'x' })"), no_model("host.decide"));
+    assert_eq!(rejection(&cfg, "tools.model.reply({ message: 'x' })"), no_model("host.session.llm"));
+    assert_eq!(rejection(&cfg, "tools.models.ask({ question: 'x' })"), no_model("api.models.prompt"));
+    assert_eq!(
+        rejection(&cfg, "tools.models.run_command({ id: 'build' })"),
+        "api.host.kernel is not available in codemode: codemode has no app commands for it to run (an MCP server offers the agent tools, not the commands of an app); a tool that should run something does the work itself"
+    );
+    let members = ["llm", "conversation", "post", "posts", "todos", "timers", "peers", "media"];
+    let v = run(
+        &cfg,
+        &format!("return await Promise.all({}.map((name) => tools.model.session_member({{ name }})))", json!(members)),
+        &[],
+    );
+    let session = |member: &str, why: &str| json!(format!("host.session.{member} is not available in codemode: {why}"));
+    assert_eq!(
+        v,
+        json!([
+            "function",
+            session("conversation", "an MCP server is given a tool call's arguments, never the agent's conversation, so there is none to read; pass what the tool needs as its input"),
+            session("post", "an MCP server cannot write into the agent's chat; return the text from the tool, and the agent reads it"),
+            session("posts", "an MCP server cannot read or write the agent's chat; return the text from the tool, and the agent reads it"),
+            session("todos", "MCP gives a server no access to the agent's todo list; return what is left to do in the tool's result"),
+            session("timers", "an MCP server cannot wake the agent later: a tool call ends when it answers, and MCP has no way to start a turn in the chat afterwards"),
+            session("peers", "an MCP server knows no other agents or chats of the client and cannot message them"),
+            MEDIA,
+        ])
+    );
+}
+
 #[tokio::test]
 async fn seed_003_a_globals_script_with_host_fetch_and_its_egress() {
     let port = http_server(vec![(
@@ -409,9 +459,11 @@ async fn seed_003_a_globals_script_with_host_fetch_and_its_egress() {
             &format!("return await Promise.all({}.map((name) => tools.weather.host_member({{ name }})))", json!(members)),
             &[],
         );
-        let offered = ["function", "object", "object", "function"].map(|s| json!(s));
-        let not_offered = members[4..].iter().map(|m| json!(format!("codemode does not offer host.{m}")));
-        assert_eq!(v, Value::Array(offered.into_iter().chain(not_offered).collect()));
+        let offered = ["function", "object", "object", "function", "object"].map(|s| json!(s));
+        let not_offered = members[5..8].iter().map(|m| json!(format!("codemode does not offer host.{m}")));
+        // The model calls ask the MCP client's model (tests/mcp/test_sampling.py); media cannot exist.
+        let models = ["function", "function", MEDIA].map(|s| json!(s));
+        assert_eq!(v, Value::Array(offered.into_iter().chain(not_offered).chain(models).collect()));
         let v = run(&cfg, "return JSON.parse(await tools.weather.settings({}))", &[]);
         assert_eq!(v, json!({ "settings": { "units": "metric" }, "id": 36 }));
     })
@@ -795,7 +847,7 @@ export function activate(api: any) {
         r#"return [await tools.m.member({ name: "host", api: true }), await tools.m.member({ name: "models", api: true })]"#,
         &[],
     );
-    assert_eq!(v, json!(["codemode does not offer api.host", "codemode does not offer api.models"]));
+    assert_eq!(v, json!(["host: object", "models: object"]));
     assert_eq!(
         run(&cfg, "return JSON.parse(await tools.m.research({}))", &[]),
         json!({ "shown": false, "settings": { "mode": "test" }, "version": "2.0.0" })

@@ -22,7 +22,10 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Weak;
 use std::time::Duration;
 
-use rmcp::model::{ClientCapabilities, ElicitRequestParams, ElicitResult, ElicitationAction, ElicitationSchema};
+use rmcp::model::{
+    ClientCapabilities, ElicitRequest, ElicitRequestParams, ElicitResult, ElicitationAction, ElicitationSchema,
+    InputRequest,
+};
 use rmcp::{Peer, RoleServer};
 use serde_json::{json, Value};
 use tokio::sync::{mpsc, oneshot};
@@ -36,13 +39,22 @@ use codemode_core::tool::{ApprovalAnswer, ApprovalQuestion};
 /// goes on.
 pub const ANSWER_WAIT: Duration = Duration::from_secs(5 * 60);
 
-/// A question for the person, on its way to the rounds of a paused program, with where
-/// the answer goes.
+/// A question for the client, on its way to the rounds of a paused program, with where
+/// the answer goes: an elicitation for the person, or a sampling request for the
+/// client's model ([`super::sampling`]).
 pub struct Question {
-    /// What to ask.
-    pub request: ElicitRequestParams,
-    /// Where the person's answer goes.
-    pub answer: oneshot::Sender<ElicitResult>,
+    /// What to ask (`elicitation/create` or `sampling/createMessage`).
+    pub request: InputRequest,
+    /// Where the client's answer goes, as it sent it (the asker reads it).
+    pub answer: oneshot::Sender<Value>,
+}
+
+impl Question {
+    /// An elicitation for the person, and where its answer arrives.
+    pub fn elicitation(request: ElicitRequestParams) -> (Self, oneshot::Receiver<Value>) {
+        let (answer, answered) = oneshot::channel();
+        (Self { request: InputRequest::Elicitation(ElicitRequest::new(request)), answer }, answered)
+    }
 }
 
 /// Who carries a question to the person.
@@ -70,7 +82,7 @@ pub enum Asker {
 
 impl Asker {
     /// What the client can do.
-    fn capabilities(&self) -> Option<ClientCapabilities> {
+    pub(crate) fn capabilities(&self) -> Option<ClientCapabilities> {
         match self {
             Asker::Session { peer, .. } => peer.peer_info().map(|info| info.capabilities.clone()),
             Asker::Rounds { capabilities, .. } => Some(capabilities.clone()),
@@ -79,7 +91,7 @@ impl Asker {
 
     /// The asking program's seat (held weakly: a program that ends while its question
     /// waits gives its seat back at once).
-    fn seat(&self) -> Option<Weak<Seat>> {
+    pub(crate) fn seat(&self) -> Option<Weak<Seat>> {
         match self {
             Asker::Session { seat, .. } => seat.clone(),
             Asker::Rounds { seat, .. } => Some(seat.clone()),
@@ -108,12 +120,15 @@ impl Asker {
         let answer = match self {
             Asker::Session { peer, .. } => peer.create_elicitation(request).await.map_err(|e| e.to_string()),
             Asker::Rounds { questions, .. } => {
-                let (answer, answered) = oneshot::channel();
-                if questions.send(Question { request, answer }).is_err() {
+                let (question, answered) = Question::elicitation(request);
+                if questions.send(question).is_err() {
                     return Asked::Failed("the program's requests are over".into());
                 }
                 match tokio::time::timeout(ANSWER_WAIT, answered).await {
-                    Ok(Ok(answer)) => Ok(answer),
+                    Ok(Ok(answer)) => Ok(serde_json::from_value::<ElicitResult>(answer).unwrap_or_else(|e| {
+                        tracing::debug!("an input response is not an elicitation result: {e}");
+                        ElicitResult::new(ElicitationAction::Cancel)
+                    })),
                     Ok(Err(_)) => Err("the program's requests ended before the client answered".into()),
                     Err(_) => Err(format!(
                         "the client did not come back with the person's answer within {} minutes",

@@ -16,6 +16,7 @@
 //! - [`approvals`]: asking the person behind the client (elicitation, in a session or
 //!   through Multi Round-Trip Requests);
 //! - [`rounds`]: a 2026-07-28 client's program, paused for an answer between requests;
+//! - [`sampling`]: a plugin's model calls, answered by the client's model (sampling);
 //! - [`sealed_state`]: the encrypted, caller-bound `requestState` of such a program.
 
 pub mod approvals;
@@ -26,6 +27,7 @@ pub mod logs;
 pub mod media;
 pub mod operations;
 pub mod rounds;
+pub mod sampling;
 pub mod sealed_state;
 pub mod server;
 pub mod settings;

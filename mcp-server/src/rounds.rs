@@ -47,10 +47,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use rmcp::model::{
-    CallToolResponse, CallToolResult, ElicitRequest, ElicitResult, InputRequest, InputRequests, InputRequiredResult,
-    InputResponses,
-};
+use rmcp::model::{CallToolResponse, CallToolResult, InputRequests, InputRequiredResult, InputResponses};
 use rmcp::ErrorData;
 use serde::{Deserialize, Serialize};
 use sha2::Digest;
@@ -279,17 +276,13 @@ impl Rounds {
         Ok(Resumed::Here(run))
     }
 
-    /// Hands each answer to the question waiting for it (answers to questions that are
-    /// not waiting any more are dropped).
+    /// Hands each answer to the question waiting for it, as the client sent it (the
+    /// asker reads it); answers to questions that are not waiting any more are dropped.
     pub fn answer(&self, run: &Run, responses: InputResponses) {
         let mut asked = run.asked.lock().unwrap_or_else(|p| p.into_inner());
         for (key, response) in responses {
             let Some(question) = asked.remove(&key) else { continue };
-            let answer = serde_json::from_value::<ElicitResult>(response).unwrap_or_else(|e| {
-                tracing::debug!("an input response is not an elicitation result: {e}");
-                ElicitResult::new(rmcp::model::ElicitationAction::Cancel)
-            });
-            let _ = question.answer.send(answer);
+            let _ = question.answer.send(response);
         }
     }
 
@@ -354,7 +347,7 @@ impl Rounds {
         let requests: InputRequests = asked
             .iter()
             .filter(|(_, q)| !q.answer.is_closed())
-            .map(|(key, q)| (key.clone(), InputRequest::Elicitation(ElicitRequest::new(q.request.clone()))))
+            .map(|(key, q)| (key.clone(), q.request.clone()))
             .collect();
         drop(asked);
         let state = self.seal(run)?;
@@ -475,14 +468,13 @@ fn json_rpc_answer(body: &str) -> Option<serde_json::Value> {
 mod tests {
     #![allow(clippy::unwrap_used)]
     use super::*;
-    use rmcp::model::{ElicitRequestParams, ElicitationAction, ElicitationSchema};
+    use rmcp::model::{ElicitRequestParams, ElicitResult, ElicitationAction, ElicitationSchema};
 
     fn rounds(replica: Option<&str>) -> Rounds {
         Rounds::new(Some(("KEY".into(), vec![7; 32])), replica.map(str::to_string), Duration::from_secs(60)).unwrap()
     }
 
-    fn question() -> (Question, oneshot::Receiver<ElicitResult>) {
-        let (answer, answered) = oneshot::channel();
+    fn question() -> (Question, oneshot::Receiver<serde_json::Value>) {
         let schema = ElicitationSchema::from_json_schema(
             serde_json::json!({ "type": "object", "properties": {} }).as_object().unwrap().clone(),
         )
@@ -492,7 +484,7 @@ mod tests {
             message: "May it run?".into(),
             requested_schema: schema,
         };
-        (Question { request, answer }, answered)
+        Question::elicitation(request)
     }
 
     fn state_of(response: &CallToolResponse) -> (String, Vec<String>) {
@@ -513,7 +505,10 @@ mod tests {
         // The same client comes back with the answer.
         let Ok(Resumed::Here(again)) = rounds.resume(&state, caller) else { panic!("resumed") };
         rounds.answer(&again, [("q1".to_string(), serde_json::json!({ "action": "accept", "content": {} }))].into());
-        assert_eq!(answered.await.unwrap().action, ElicitationAction::Accept);
+        assert_eq!(
+            serde_json::from_value::<ElicitResult>(answered.await.unwrap()).unwrap().action,
+            ElicitationAction::Accept
+        );
         side.finish(CallToolResult::success(vec![rmcp::model::ContentBlock::text("done")]));
         let CallToolResponse::Complete(result) = rounds.round(&again, &CancellationToken::new()).await.unwrap() else {
             panic!("complete")
@@ -534,7 +529,10 @@ mod tests {
         side.questions.send(q).unwrap();
         let (state, _) = state_of(&rounds.round(&run, &CancellationToken::new()).await.unwrap());
         rounds.answer(&run, [("q1".to_string(), serde_json::json!({ "action": "accept", "content": {} }))].into());
-        assert_eq!(answered.await.unwrap().action, ElicitationAction::Accept);
+        assert_eq!(
+            serde_json::from_value::<ElicitResult>(answered.await.unwrap()).unwrap().action,
+            ElicitationAction::Accept
+        );
         // Two retries of the state wait at once (one answering again, one not), and
         // the program's questions are over before it ends.
         let retry = |answers: bool| {

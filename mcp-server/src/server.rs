@@ -1050,6 +1050,11 @@ impl CallHooks for Hooks {
     fn after(&self, plugin: &str, tool: &str, ok: bool) {
         self.notify(format!("tools.{plugin}.{tool} {}", if ok { "answered" } else { "failed" }));
     }
+
+    /// A plugin's model calls go to this client's model (MCP sampling).
+    fn sampler(&self) -> Option<Arc<dyn codemode_core::tool::Sampler>> {
+        Some(Arc::new(super::sampling::ClientSampler::new(self.asker.clone())))
+    }
 }
 
 impl Hooks {

@@ -22,7 +22,8 @@ use std::time::{Duration, Instant};
 use futures::StreamExt;
 use protocol::plugin::{
     ApproveResult, CallContext, HostInfo, HostRequest, InitializeParams, InitializeResult, Outgoing, PluginMessage,
-    PluginNotification, PluginRequest, ProgressParams, RequestId, RpcError, ToolCallParams, ToolsListResult,
+    PluginNotification, PluginRequest, ProgressParams, RequestId, RpcError, SampleParams, ToolCallParams,
+    ToolsListResult,
     PROTOCOL_VERSION,
 };
 use serde_json::Value;
@@ -38,7 +39,9 @@ use super::net::NetAccess;
 pub use super::runtime::PluginError;
 use super::runtime::{remote_tools, Listed, PluginRuntime, RemoteCalls};
 use super::settings::{host_environment, resolve_env, resolve_settings, SettingError, SettingValue};
-use codemode_core::tool::{ApprovalQuestion, Approver, CallStatus, ProgressSink, ToolDefinition, ToolResult};
+use codemode_core::tool::{
+    ApprovalQuestion, Approver, CallStatus, ProgressSink, SampleRequest, Sampler, ToolDefinition, ToolResult,
+};
 
 /// The longest line a plugin may write (one JSON-RPC message).
 const MAX_LINE_BYTES: usize = 16 * 1024 * 1024;
@@ -75,20 +78,42 @@ pub struct ProcessConfig {
 }
 
 type Pending = Arc<StdMutex<HashMap<u64, oneshot::Sender<Result<Value, PluginError>>>>>;
-/// Who can approve what the running `tool/call`s ask (`host/approve`), by request id,
-/// with the tool's name.
-type Approvers = Arc<StdMutex<HashMap<u64, (String, Option<Arc<dyn Approver>>)>>>;
-/// Who hears what the running `tool/call`s say about themselves (`host/progress`), by
-/// request id, with the tool's name.
-type Reporters = Arc<StdMutex<HashMap<u64, (String, Arc<dyn ProgressSink>)>>>;
+/// What serves the running `tool/call`s' own requests, by request id.
+type RunningCalls = Arc<StdMutex<HashMap<u64, CallServices>>>;
+
+/// What serves the plugin's own requests for one running `tool/call`: who approves what
+/// it asks a person (`host/approve`), who answers its model calls (`host/sample`), and
+/// who hears how it is going (`host/progress`); `None` where the front end has nobody.
+#[derive(Clone, Default)]
+pub struct CallServices {
+    /// The tool the call runs (named in questions and errors).
+    pub tool: String,
+    /// `host/approve`.
+    pub approver: Option<Arc<dyn Approver>>,
+    /// `host/sample`.
+    pub sampler: Option<Arc<dyn Sampler>>,
+    /// `host/progress`.
+    pub reporter: Option<Arc<dyn ProgressSink>>,
+}
+
+impl CallServices {
+    /// The services of a call from the front end's context.
+    pub fn of(tool: &str, context: &codemode_core::tool::CallContext) -> Self {
+        Self {
+            tool: tool.to_string(),
+            approver: context.approver.clone(),
+            sampler: context.sampler.clone(),
+            reporter: context.progress.clone(),
+        }
+    }
+}
 type Stdin = Arc<Mutex<tokio::process::ChildStdin>>;
 
 /// One running process and its reader.
 struct Connection {
     stdin: Stdin,
     pending: Pending,
-    approvers: Approvers,
-    reporters: Reporters,
+    calls: RunningCalls,
     next_id: AtomicU64,
     /// Cancelled when the connection is dead (and kills the process when dropped).
     dead: CancellationToken,
@@ -170,33 +195,18 @@ impl ProcessPlugin {
     }
 
     /// Calls a tool (`tool/call`). A plugin failure is a failed tool result, never a panic.
-    /// `approver` answers what the plugin asks a person during the call (`host/approve`).
+    /// `services` answer what the plugin asks during the call (`host/approve`,
+    /// `host/sample`) and hear its `host/progress`.
     pub async fn call_tool(
         self: &Arc<Self>,
-        tool: &str,
         input: Value,
         context: CallContext,
         cancel: CancellationToken,
-        approver: Option<Arc<dyn Approver>>,
+        services: CallServices,
     ) -> ToolResult {
-        self.call_tool_reporting(tool, input, context, cancel, approver, None).await
-    }
-
-    /// [`ProcessPlugin::call_tool`], with `reporter` hearing what the call says about
-    /// itself while it runs (`host/progress`).
-    pub async fn call_tool_reporting(
-        self: &Arc<Self>,
-        tool: &str,
-        input: Value,
-        context: CallContext,
-        cancel: CancellationToken,
-        approver: Option<Arc<dyn Approver>>,
-        reporter: Option<Arc<dyn ProgressSink>>,
-    ) -> ToolResult {
-        let request = HostRequest::ToolCall(ToolCallParams { name: tool.to_string(), input, context });
-        let asks = Some((tool.to_string(), approver));
-        let reports = reporter.map(|r| (tool.to_string(), r));
-        match self.request_reporting(request, self.config.call_timeout, Some(cancel), true, asks, reports).await {
+        let tool = services.tool.clone();
+        let request = HostRequest::ToolCall(ToolCallParams { name: tool.clone(), input, context });
+        match self.request_serving(request, self.config.call_timeout, Some(cancel), true, Some(services)).await {
             Ok(value) => serde_json::from_value::<ToolResult>(value.clone()).unwrap_or_else(|e| {
                 ToolResult::error(format!(
                     "plugin {} answered tool/call with something that is not a CallToolResult: {e}",
@@ -219,45 +229,27 @@ impl ProcessPlugin {
         cancel: Option<CancellationToken>,
         wait: bool,
     ) -> Result<Value, PluginError> {
-        self.request_asking(request, timeout, cancel, wait, None).await
+        self.request_serving(request, timeout, cancel, wait, None).await
     }
 
-    /// [`ProcessPlugin::request_with`] for a `tool/call` whose tool and approver
-    /// (`asks`) answer the plugin's `host/approve` while it runs.
-    async fn request_asking(
+    /// [`ProcessPlugin::request_with`] for a `tool/call` whose `services` serve the
+    /// plugin's own requests for it while it runs.
+    async fn request_serving(
         self: &Arc<Self>,
         request: HostRequest,
         timeout: Duration,
         cancel: Option<CancellationToken>,
         wait: bool,
-        asks: Option<(String, Option<Arc<dyn Approver>>)>,
-    ) -> Result<Value, PluginError> {
-        self.request_reporting(request, timeout, cancel, wait, asks, None).await
-    }
-
-    /// [`ProcessPlugin::request_asking`] whose tool and progress sink (`reports`) hear
-    /// the plugin's `host/progress` for the call while it runs.
-    async fn request_reporting(
-        self: &Arc<Self>,
-        request: HostRequest,
-        timeout: Duration,
-        cancel: Option<CancellationToken>,
-        wait: bool,
-        asks: Option<(String, Option<Arc<dyn Approver>>)>,
-        reports: Option<(String, Arc<dyn ProgressSink>)>,
+        services: Option<CallServices>,
     ) -> Result<Value, PluginError> {
         let method = request.method();
         let connection = self.connected(wait).await?;
         let id = connection.next_id.fetch_add(1, Ordering::Relaxed);
         let (tx, rx) = oneshot::channel();
         connection.pending.lock().unwrap_or_else(|p| p.into_inner()).insert(id, tx);
-        let _asking = asks.map(|asks| {
-            connection.approvers.lock().unwrap_or_else(|p| p.into_inner()).insert(id, asks);
-            ForgetApprover { approvers: Arc::clone(&connection.approvers), id }
-        });
-        let _reporting = reports.map(|reports| {
-            connection.reporters.lock().unwrap_or_else(|p| p.into_inner()).insert(id, reports);
-            ForgetReporter { reporters: Arc::clone(&connection.reporters), id }
+        let _serving = services.map(|services| {
+            connection.calls.lock().unwrap_or_else(|p| p.into_inner()).insert(id, services);
+            ForgetCall { calls: Arc::clone(&connection.calls), id }
         });
         if let Err(e) = self.write(&connection, &Outgoing::HostRequest(RequestId::Number(id), request)).await {
             connection.pending.lock().unwrap_or_else(|p| p.into_inner()).remove(&id);
@@ -356,8 +348,7 @@ impl ProcessPlugin {
         let connection = Arc::new(Connection {
             stdin: Arc::new(Mutex::new(stdin)),
             pending: Arc::new(StdMutex::new(HashMap::new())),
-            approvers: Arc::default(),
-            reporters: Arc::default(),
+            calls: Arc::default(),
             next_id: AtomicU64::new(1),
             dead: CancellationToken::new(),
             retired: CancellationToken::new(),
@@ -372,8 +363,7 @@ impl ProcessPlugin {
             Arc::clone(&connection.pending),
             PluginRequests {
                 stdin: Arc::clone(&connection.stdin),
-                approvers: Arc::clone(&connection.approvers),
-                reporters: Arc::clone(&connection.reporters),
+                calls: Arc::clone(&connection.calls),
                 net: self.config.net.clone(),
                 running: Arc::default(),
                 dead: connection.dead.clone(),
@@ -451,33 +441,21 @@ impl RemoteCalls for ProcessPlugin {
         context: codemode_core::tool::CallContext,
     ) -> BoxFuture<'static, ToolResult> {
         Box::pin(async move {
-            let (wire, cancel, approver) = (context.wire(), context.cancel.clone(), context.approver.clone());
-            self.call_tool_reporting(&tool, input, wire, cancel, approver, context.progress.clone()).await
+            let services = CallServices::of(&tool, &context);
+            self.call_tool(input, context.wire(), context.cancel.clone(), services).await
         })
     }
 }
 
-/// Forgets a call's approver when the call is over.
-struct ForgetApprover {
-    approvers: Approvers,
+/// Forgets a call's services when the call is over.
+struct ForgetCall {
+    calls: RunningCalls,
     id: u64,
 }
 
-impl Drop for ForgetApprover {
+impl Drop for ForgetCall {
     fn drop(&mut self) {
-        self.approvers.lock().unwrap_or_else(|p| p.into_inner()).remove(&self.id);
-    }
-}
-
-/// Forgets a call's progress sink when the call is over.
-struct ForgetReporter {
-    reporters: Reporters,
-    id: u64,
-}
-
-impl Drop for ForgetReporter {
-    fn drop(&mut self) {
-        self.reporters.lock().unwrap_or_else(|p| p.into_inner()).remove(&self.id);
+        self.calls.lock().unwrap_or_else(|p| p.into_inner()).remove(&self.id);
     }
 }
 
@@ -603,10 +581,8 @@ async fn read_answers(
 /// Requests and notifications the plugin sends the host (`host/fetch`, `host/cancel`).
 struct PluginRequests {
     stdin: Stdin,
-    /// Who answers the running calls' `host/approve`.
-    approvers: Approvers,
-    /// Who hears the running calls' `host/progress`.
-    reporters: Reporters,
+    /// What serves the running calls' `host/approve`, `host/sample` and `host/progress`.
+    calls: RunningCalls,
     net: Option<Arc<NetAccess>>,
     /// Requests being served, by id, so `host/cancel` can stop them.
     running: Arc<StdMutex<HashMap<RequestId, CancellationToken>>>,
@@ -635,8 +611,8 @@ impl PluginRequests {
     /// or that nobody watches, is ignored.
     fn progressed(&self, plugin: &str, params: ProgressParams) {
         let RequestId::Number(call) = params.call else { return };
-        let reporter = self.reporters.lock().unwrap_or_else(|p| p.into_inner()).get(&call).cloned();
-        let Some((tool, sink)) = reporter else {
+        let running = self.running_call(&RequestId::Number(call));
+        let Some((tool, sink)) = running.and_then(|c| Some((c.tool, c.reporter?))) else {
             tracing::debug!("plugin {plugin}: host/progress for tool/call {call}, which is not running");
             return;
         };
@@ -671,13 +647,9 @@ impl PluginRequests {
                     let _ = write_line(&stdin, &dead, &Outgoing::Answer(id, answer)).await;
                 });
             }
+            PluginRequest::Sample(params) => self.sample(plugin, id, params),
             PluginRequest::Approve(params) => {
-                let running = match &params.call {
-                    RequestId::Number(call) => {
-                        self.approvers.lock().unwrap_or_else(|p| p.into_inner()).get(call).cloned()
-                    }
-                    RequestId::Text(_) => None,
-                };
+                let running = self.running_call(&params.call).map(|c| (c.tool, c.approver));
                 let refused = |reason: String| ApproveResult { approved: false, reason: Some(reason) };
                 let (tool, approver) = match running {
                     None => {
@@ -715,6 +687,47 @@ impl PluginRequests {
                     let _ = write_line(&stdin, &dead, &Outgoing::Answer(id, answer)).await;
                 });
             }
+        }
+    }
+
+    /// `host/sample`: the model call of the running `tool/call` it names, through that
+    /// call's sampler (the MCP client's model); an error when the call is not running or
+    /// its front end has no model.
+    fn sample(&self, plugin: &str, id: RequestId, params: SampleParams) {
+        let running = self.running_call(&params.call).map(|c| (c.tool, c.sampler));
+        let api = params.api.clone().unwrap_or_else(|| protocol::plugin::method::SAMPLE.to_string());
+        let (tool, sampler) = match running {
+            None => {
+                let why = format!("{api}: tool/call {} is not running, so there is no client to ask", params.call);
+                return self.reply(id, Err(RpcError::new(why)));
+            }
+            Some((_, None)) => {
+                let why = format!("{api} needs a model, and codemode has none of its own: it asks the model of the MCP client that runs the program (MCP sampling), and this program has no MCP client (codemode run); run it through codemode mcp or codemode serve");
+                return self.reply(id, Err(RpcError::new(why)));
+            }
+            Some((tool, Some(sampler))) => (tool, sampler),
+        };
+        let request = SampleRequest { plugin: plugin.to_string(), tool, params };
+        let token = self.dead.child_token();
+        self.running.lock().unwrap_or_else(|p| p.into_inner()).insert(id.clone(), token.clone());
+        let (stdin, running, dead) = (Arc::clone(&self.stdin), Arc::clone(&self.running), self.dead.clone());
+        tokio::spawn(async move {
+            let answer = tokio::select! {
+                answer = sampler.sample(request) => answer,
+                () = token.cancelled() => return,
+            };
+            running.lock().unwrap_or_else(|p| p.into_inner()).remove(&id);
+            let answer =
+                answer.map(|result| serde_json::to_value(result).unwrap_or(Value::Null)).map_err(RpcError::new);
+            let _ = write_line(&stdin, &dead, &Outgoing::Answer(id, answer)).await;
+        });
+    }
+
+    /// The services of the running `tool/call` with request id `call`.
+    fn running_call(&self, call: &RequestId) -> Option<CallServices> {
+        match call {
+            RequestId::Number(call) => self.calls.lock().unwrap_or_else(|p| p.into_inner()).get(call).cloned(),
+            RequestId::Text(_) => None,
         }
     }
 

@@ -6,7 +6,7 @@
 //! ```text
 //! host   → plugin  requests       initialize, tools/list, tool/call
 //! host   → plugin  notification   tool/cancel { id }
-//! plugin → host    requests       host/fetch, host/approve
+//! plugin → host    requests       host/fetch, host/approve, host/sample
 //! plugin → host    notifications  host/tools.changed, host/stopping, host/cancel { id },
 //!                                 host/progress { call, message, details? }
 //! ```
@@ -45,6 +45,8 @@ pub mod method {
     /// Plugin → host (notification): how one running tool call is going, for whoever
     /// watches the call (an MCP client's progress notifications).
     pub const PROGRESS: &str = "host/progress";
+    /// Plugin → host: ask the model of the client the call came from (MCP sampling).
+    pub const SAMPLE: &str = "host/sample";
 }
 
 /// A JSON-RPC id: the host uses numbers, plugins usually strings.
@@ -268,6 +270,58 @@ pub struct ProgressParams {
     pub details: Option<Value>,
 }
 
+/// One message of a `host/sample` conversation.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SampleMessage {
+    /// `user` or `assistant`.
+    pub role: String,
+    /// The message's text.
+    pub content: String,
+}
+
+/// `host/sample`'s parameters: a plugin asks, through the host, the model of the client
+/// whose call is running (seed 003's `host.llm`, `host.session.llm`, `host.decide`, seed
+/// 000's `api.models.prompt`); under MCP it is the client's `sampling/createMessage`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SampleParams {
+    /// The tool call this belongs to (its `tool/call` request id).
+    pub call: RequestId,
+    /// The conversation, oldest first; the last is usually the user's.
+    pub messages: Vec<SampleMessage>,
+    /// The system prompt.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub system_prompt: Option<String>,
+    /// The most tokens the answer may take.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_tokens: Option<u32>,
+    /// Sampling temperature.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub temperature: Option<f32>,
+    /// Sequences that end the answer.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub stop_sequences: Vec<String>,
+    /// Models the plugin would like, as hints (the client chooses).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub model_hints: Vec<String>,
+    /// Which host API asked (`host.llm`, `api.models.prompt`, ...), named in errors.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub api: Option<String>,
+}
+
+/// `host/sample`'s result: the model's answer.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SampleResult {
+    /// The answer's text (its text parts, joined).
+    pub text: String,
+    /// The model that answered, as the client names it.
+    pub model: String,
+    /// Why it stopped (`endTurn`, `maxTokens`, ...), when the client says.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stop_reason: Option<String>,
+}
+
 /// A request the host sends a plugin.
 #[derive(Debug, Clone, PartialEq)]
 pub enum HostRequest {
@@ -305,6 +359,8 @@ pub enum PluginRequest {
     Fetch(FetchParams),
     /// `host/approve`.
     Approve(ApproveParams),
+    /// `host/sample`.
+    Sample(SampleParams),
 }
 
 impl PluginRequest {
@@ -313,6 +369,7 @@ impl PluginRequest {
         match self {
             PluginRequest::Fetch(_) => method::FETCH,
             PluginRequest::Approve(_) => method::APPROVE,
+            PluginRequest::Sample(_) => method::SAMPLE,
         }
     }
 
@@ -320,6 +377,7 @@ impl PluginRequest {
         match self {
             PluginRequest::Fetch(p) => serde_json::to_value(p).unwrap_or(Value::Null),
             PluginRequest::Approve(p) => serde_json::to_value(p).unwrap_or(Value::Null),
+            PluginRequest::Sample(p) => serde_json::to_value(p).unwrap_or(Value::Null),
         }
     }
 }
@@ -440,6 +498,7 @@ impl PluginMessage {
                 let request = match method.as_str() {
                     method::FETCH => params(&method, raw.params).map(PluginRequest::Fetch),
                     method::APPROVE => params(&method, raw.params).map(PluginRequest::Approve),
+                    method::SAMPLE => params(&method, raw.params).map(PluginRequest::Sample),
                     _ => return Ok(PluginMessage::UnknownRequest(id, method)),
                 };
                 request.map(|r| PluginMessage::Request(id.clone(), r)).map_err(|why| (Some(id), why))
@@ -565,7 +624,17 @@ mod tests {
             message: "Delete?".into(),
             details: Some(json!(["a.txt"])),
         });
-        for request in [fetch, approve] {
+        let sample = PluginRequest::Sample(SampleParams {
+            call: RequestId::Number(9),
+            messages: vec![SampleMessage { role: "user".into(), content: "Hi?".into() }],
+            system_prompt: Some("Be brief.".into()),
+            max_tokens: Some(50),
+            temperature: None,
+            stop_sequences: vec![],
+            model_hints: vec!["gpt-5.5".into()],
+            api: Some("host.llm".into()),
+        });
+        for request in [fetch, approve, sample] {
             let line = Outgoing::PluginRequest(RequestId::Text("r".into()), request.clone()).to_line();
             assert_eq!(PluginMessage::parse(&line), Ok(PluginMessage::Request(RequestId::Text("r".into()), request)));
         }

@@ -36,7 +36,7 @@ pub use approval::{ApprovedOnce, Decision, RunRequest};
 pub use builtin::{Builtin, Builtins, BUILTIN_PLUGIN};
 
 use crate::telemetry::ToolCallEnd;
-use crate::tool::{Approver, CallContext, Caller, Catalog, ProgressSink, Tool, ToolResult};
+use crate::tool::{Approver, CallContext, Caller, Catalog, ProgressSink, Sampler, Tool, ToolResult};
 
 /// What a front end adds around each tool call: how to ask a person whether a call may
 /// run ([`CallHooks::ask_to_run`]; the policy deciding when to ask is [`approval`]'s),
@@ -56,6 +56,11 @@ pub trait CallHooks: Approver + ProgressSink {
     fn approved_once(&self) -> &ApprovedOnce;
     /// Runs when the call finished; `ok` is false for a failed or rejected call.
     fn after(&self, plugin: &str, tool: &str, ok: bool);
+    /// Who asks a model for a call (a plugin's `host/sample`); `None` (the default)
+    /// when the front end has none, and the plugin's model call fails saying so.
+    fn sampler(&self) -> Option<Arc<dyn Sampler>> {
+        None
+    }
 }
 
 /// Why a tool call did not run, or failed. The message is what the caller reads.
@@ -308,6 +313,7 @@ async fn run(
         cancel,
         approver: hooks.cloned().map(|h| h as Arc<dyn Approver>),
         progress: hooks.cloned().map(|h| h as Arc<dyn ProgressSink>),
+        sampler: hooks.and_then(|h| h.sampler()),
     };
     let result = tool.run_validated(input, context).await.map_err(|why| failed(CallError::Failed(why)))?;
     finished(!result.is_error);

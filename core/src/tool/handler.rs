@@ -30,6 +30,9 @@ pub struct CallContext {
     pub approver: Option<Arc<dyn Approver>>,
     /// Who hears how the call is going (its server's progress notifications).
     pub progress: Option<Arc<dyn ProgressSink>>,
+    /// Who asks a model for the call (a plugin's `host/sample`): the MCP client's
+    /// sampling; `None` when the front end has no model (`codemode run`).
+    pub sampler: Option<Arc<dyn Sampler>>,
 }
 
 /// What a tool asks a person during a call: to allow something (a plugin's
@@ -137,6 +140,40 @@ pub trait ProgressSink: Send + Sync + 'static {
     /// someone (an MCP client that asked for progress), rather than only the log.
     fn shown(&self) -> bool {
         false
+    }
+}
+
+/// A model call a tool makes during its call (a plugin's `host/sample`): the wire
+/// parameters, with the plugin and tool that ask.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SampleRequest {
+    /// The plugin.
+    pub plugin: String,
+    /// The tool whose call asks.
+    pub tool: String,
+    /// What it asks: messages, system prompt, token bound, hints.
+    pub params: protocol::plugin::SampleParams,
+}
+
+impl SampleRequest {
+    /// The host API the plugin called, for errors (`host/sample` when it did not say).
+    pub fn api(&self) -> &str {
+        self.params.api.as_deref().unwrap_or(protocol::plugin::method::SAMPLE)
+    }
+}
+
+/// Asks a model for a tool call: through the MCP client's sampling
+/// (`sampling/createMessage`, or an input-required round under 2026-07-28). The client
+/// decides which model answers and whether its person approves the request first.
+pub trait Sampler: Send + Sync + 'static {
+    /// The model's answer; `Err` is the message the plugin's call rejects with (the
+    /// client cannot sample, declined, or failed), naming what it could not do.
+    fn sample(&self, request: SampleRequest) -> BoxFuture<'static, Result<protocol::plugin::SampleResult, String>>;
+}
+
+impl std::fmt::Debug for dyn Sampler {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Sampler")
     }
 }
 

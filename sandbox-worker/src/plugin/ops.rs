@@ -11,8 +11,9 @@
 //! - `op_plugin_answer_initialize`, `op_plugin_answer_tools` and `op_plugin_answer_call`
 //!   answer the host's requests (a tool's result is checked against MCP's
 //!   `CallToolResult` here, so a malformed one fails the call with the reason);
-//! - `op_plugin_fetch`, `op_plugin_approve` and `op_plugin_cancel_request` are the
-//!   plugin's own requests (`host/fetch`, `host/approve`, `host/cancel`);
+//! - `op_plugin_fetch`, `op_plugin_approve`, `op_plugin_sample` and
+//!   `op_plugin_cancel_request` are the plugin's own requests (`host/fetch`,
+//!   `host/approve`, `host/sample`, `host/cancel`);
 //!   `op_plugin_tools_changed` announces a changed tool list; `op_plugin_progress`
 //!   says how a running call is going (`host/progress`);
 //! - `op_plugin_log` writes console output to standard error, which the host logs;
@@ -42,7 +43,8 @@ use futures::channel::oneshot;
 use protocol::mcp::CallToolResult;
 use protocol::plugin::{
     ApproveParams, ApproveResult, CallContext, FetchParams, FetchResult, HostMessage, HostRequest, InitializeParams,
-    InitializeResult, Outgoing, PluginNotification, PluginRequest, ProgressParams, RequestId, RpcError,
+    InitializeResult, Outgoing, PluginNotification, PluginRequest, ProgressParams, RequestId, RpcError, SampleParams,
+    SampleResult,
     ToolsListResult,
 };
 use serde::Serialize;
@@ -104,6 +106,8 @@ pub enum Delivery {
     /// The host refused one of the plugin's own requests, or answered it with
     /// something this runtime cannot read.
     Refused { request: u32, message: String },
+    /// The host's answer to `host/sample` number `request`: the model's answer.
+    Sampled { request: u32, answer: SampleResult },
 }
 
 /// A `host/fetch` answer as `Response` reads it: the body as text when it is UTF-8,
@@ -152,6 +156,7 @@ impl FetchedResponse {
 enum OwnRequest {
     Fetch,
     Approve,
+    Sample,
 }
 
 /// The host's stream on standard input, read a line at a time, with a time limit when
@@ -356,6 +361,13 @@ impl PluginLink {
                             Err(message) => Delivery::Refused { request, message },
                         }
                     }
+                    (OwnRequest::Sample, Ok(result)) => match serde_json::from_value::<SampleResult>(result) {
+                        Ok(answer) => Delivery::Sampled { request, answer },
+                        Err(e) => Delivery::Refused {
+                            request,
+                            message: format!("the host's answer to host/sample is malformed: {e}"),
+                        },
+                    },
                     (OwnRequest::Approve, Ok(result)) => match serde_json::from_value::<ApproveResult>(result) {
                         Ok(answer) => Delivery::Approved { request, approved: answer.approved, reason: answer.reason },
                         Err(e) => Delivery::Refused {
@@ -587,6 +599,31 @@ pub fn op_plugin_progress(
     Ok(true)
 }
 
+/// Sends `host/sample` for the call with `ticket` (`params` as JSON text, its `call`
+/// filled in here); the answer arrives as [`Delivery::Sampled`] or
+/// [`Delivery::Refused`] with the returned number.
+#[op2(fast)]
+#[smi]
+pub fn op_plugin_sample(
+    state: &mut OpState,
+    #[smi] ticket: u32,
+    #[string] params_json: String,
+) -> Result<u32, JsErrorBox> {
+    let link = link(state)?;
+    let call = link.in_flight.borrow().get(&ticket).map(|request| request.id.clone());
+    let Some(call) = call else {
+        return Err(JsErrorBox::generic("a model was asked for a call that already ended"));
+    };
+    let mut params: Value = serde_json::from_str(&params_json)
+        .map_err(|e| JsErrorBox::type_error(format!("the model request is not JSON: {e}")))?;
+    if let Value::Object(fields) = &mut params {
+        fields.insert("call".into(), serde_json::to_value(&call).unwrap_or(Value::Null));
+    }
+    let params: SampleParams = serde_json::from_value(params)
+        .map_err(|e| JsErrorBox::type_error(format!("the model request is malformed: {e}")))?;
+    Ok(link.ask(OwnRequest::Sample, PluginRequest::Sample(params)))
+}
+
 /// Gives up one of the plugin's own requests (`host/cancel`).
 #[op2(fast)]
 pub fn op_plugin_cancel_request(state: &mut OpState, #[smi] request: u32) -> Result<(), JsErrorBox> {
@@ -595,6 +632,7 @@ pub fn op_plugin_cancel_request(state: &mut OpState, #[smi] request: u32) -> Res
     let method = match kind {
         OwnRequest::Fetch => protocol::plugin::method::FETCH,
         OwnRequest::Approve => protocol::plugin::method::APPROVE,
+        OwnRequest::Sample => protocol::plugin::method::SAMPLE,
     };
     link.write(&Outgoing::PluginNotification(PluginNotification::Cancel(own_id(method, request))));
     Ok(())
@@ -777,6 +815,7 @@ deno_core::extension!(
         op_plugin_answer_call,
         op_plugin_fetch,
         op_plugin_approve,
+        op_plugin_sample,
         op_plugin_cancel_request,
         op_plugin_tools_changed,
         op_plugin_progress,

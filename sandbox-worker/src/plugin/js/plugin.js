@@ -12,7 +12,7 @@
 // loaded modules: it runs the format's adapter (`activate(api)` here, the others in
 // `plugin_formats.js`), and then handles what the Rust side delivers, one at a time:
 // initialize, tools/list, a call, a cancellation, due timers, and the answers to the
-// plugin's own host/fetch and host/approve requests. JSON-RPC itself (ids, lines,
+// plugin's own host/fetch, host/approve and host/sample requests. JSON-RPC itself (ids, lines,
 // checking a result's shape) is Rust's job (`plugin/ops.rs`), built on the typed
 // messages of `protocol::plugin`.
 //
@@ -36,6 +36,7 @@ const {
   op_plugin_answer_call: opAnswerCall,
   op_plugin_fetch: opFetch,
   op_plugin_approve: opApprove,
+  op_plugin_sample: opSample,
   op_plugin_cancel_request: opCancelRequest,
   op_plugin_tools_changed: opToolsChanged,
   op_plugin_progress: opProgress,
@@ -52,6 +53,8 @@ wrapAtomicsWait(opBlocking);
 const {
   ArrayBufferIsView,
   ArrayIsArray,
+  ArrayPrototypeEvery,
+  ArrayPrototypeFilter,
   ArrayPrototypeJoin,
   ArrayPrototypePush,
   Error: PluginError,
@@ -63,6 +66,7 @@ const {
   MapPrototypeGetSize,
   MapPrototypeHas,
   MapPrototypeSet,
+  NumberIsInteger,
   NumberPrototypeToString,
   ObjectFreeze,
   ObjectKeys,
@@ -72,10 +76,12 @@ const {
   SafeMap,
   SafeRegExp,
   String: StringCtor,
+  StringPrototypeIncludes,
   StringPrototypeLastIndexOf,
   StringPrototypePadStart,
   StringPrototypeSlice,
   StringPrototypeStartsWith,
+  StringPrototypeToLowerCase,
   StringPrototypeTrim,
   SymbolFor,
   TypeError: PluginTypeError,
@@ -142,6 +148,119 @@ function settleOwn(number, settle) {
 }
 
 const sendFetch = (params, signal) => awaitAnswer(opFetch(params), signal);
+
+// -------------------------------------------------------------- model calls
+// Seed 003's `host.llm`, `host.session.llm`, `host.decide` and seed 000's
+// `api.models.prompt` ask the model of the MCP client whose call is running
+// (`host/sample`, which the host turns into MCP sampling). They are globals (`host`,
+// `api`), so the call is the one call of this plugin running now.
+
+/** What touching a member that cannot exist under an MCP server does: says which, and why. */
+function notApplicable(name, why) {
+  throw new PluginError(`${name} is not available in codemode: ${why}`);
+}
+
+/** The ticket of the one call of this plugin running now: whose client `api` asks. */
+function soleCall(api) {
+  const running = MapPrototypeGetSize(calls);
+  if (running === 0) {
+    throw new PluginError(`${api} can only be called while one of the plugin's tools runs: it asks the model of the MCP client that called the tool`);
+  }
+  if (running > 1) {
+    throw new PluginError(`${api} was called while ${running} calls of plugin ${PLUGIN} run at once, so codemode cannot tell whose MCP client to ask, and asks none; call this plugin's tools one at a time`);
+  }
+  let only;
+  MapPrototypeForEach(calls, (_, ticket) => { only = ticket; });
+  return only;
+}
+
+/** A model request as the seed APIs write it, as `host/sample`'s parameters. */
+function modelRequest(api, request) {
+  const shape = `${api} takes a prompt (a string) or { prompt | messages, system?, maxTokens?, temperature?, stop?, model? }`;
+  if (typeof request === "string") request = { prompt: request };
+  if (request === null || typeof request !== "object") throw new PluginTypeError(shape);
+  const messages = [];
+  let system = request.system !== undefined ? request.system : request.systemPrompt;
+  if (system !== undefined && typeof system !== "string") throw new PluginTypeError(`${api}: \`system\` must be a string`);
+  if (request.messages !== undefined) {
+    if (!ArrayIsArray(request.messages)) throw new PluginTypeError(`${api}: \`messages\` must be an array of { role: "user" | "assistant", content: string }`);
+    for (let i = 0; i < request.messages.length; i++) {
+      const m = request.messages[i];
+      if (m === null || typeof m !== "object" || typeof m.content !== "string" || (m.role !== "user" && m.role !== "assistant" && m.role !== "system")) {
+        throw new PluginTypeError(`${api}: messages[${i}] must be { role: "user" | "assistant", content: string }`);
+      }
+      // MCP sampling has no system messages: they join the system prompt.
+      if (m.role === "system") system = system === undefined ? m.content : `${system}\n\n${m.content}`;
+      else ArrayPrototypePush(messages, { role: m.role, content: m.content });
+    }
+  }
+  if (request.prompt !== undefined) {
+    if (typeof request.prompt !== "string") throw new PluginTypeError(`${api}: \`prompt\` must be a string`);
+    ArrayPrototypePush(messages, { role: "user", content: request.prompt });
+  }
+  if (messages.length === 0) throw new PluginTypeError(shape);
+  const maxTokens = request.maxTokens;
+  if (maxTokens !== undefined && !(NumberIsInteger(maxTokens) && maxTokens > 0 && maxTokens <= 0xffffffff)) {
+    throw new PluginTypeError(`${api}: \`maxTokens\` must be a positive whole number`);
+  }
+  if (request.temperature !== undefined && typeof request.temperature !== "number") throw new PluginTypeError(`${api}: \`temperature\` must be a number`);
+  let stop = request.stop !== undefined ? request.stop : request.stopSequences;
+  if (typeof stop === "string") stop = [stop];
+  if (stop !== undefined && !(ArrayIsArray(stop) && ArrayPrototypeEvery(stop, (x) => typeof x === "string"))) {
+    throw new PluginTypeError(`${api}: \`stop\` must be a string or an array of strings`);
+  }
+  if (request.model !== undefined && typeof request.model !== "string") throw new PluginTypeError(`${api}: \`model\` must be a string`);
+  return {
+    api,
+    messages,
+    systemPrompt: system,
+    maxTokens,
+    temperature: request.temperature,
+    stopSequences: stop,
+    modelHints: request.model === undefined ? undefined : [request.model],
+  };
+}
+
+/** Asks the client's model: `{ text, model, stopReason }`. */
+async function askModel(api, request) {
+  const params = modelRequest(api, request);
+  const ticket = soleCall(api);
+  const controller = MapPrototypeGet(calls, ticket);
+  const answer = await awaitAnswer(opSample(ticket, JSONStringify(params)), controller.signal);
+  return ObjectFreeze({ text: answer.text, model: answer.model, stopReason: answer.stopReason === null ? undefined : answer.stopReason });
+}
+
+/** Seed 000's `api.models.prompt({ ..., subagent? })`: a handle given shows the answer's text in it. */
+async function promptModel(request) {
+  const answer = await askModel("api.models.prompt", request);
+  const sub = request !== null && typeof request === "object" ? request.subagent : undefined;
+  if (sub !== null && typeof sub === "object" && typeof sub.text === "function") sub.text(answer.text);
+  return answer;
+}
+
+/**
+ * Seed 003's `host.decide(question, options)` (or `({ question, options })`): the model
+ * chooses one of the options; the option it named is the answer.
+ */
+async function decide(question, options) {
+  const api = "host.decide";
+  if (question !== null && typeof question === "object" && options === undefined) {
+    options = question.options;
+    question = question.question;
+  }
+  if (typeof question !== "string" || !ArrayIsArray(options) || options.length < 2 || !ArrayPrototypeEvery(options, (o) => typeof o === "string")) {
+    throw new PluginTypeError(`${api} takes (question, options) or { question, options }: a question and at least two options, each a string`);
+  }
+  const system = `Choose exactly one of these options and answer with that option alone, word for word: ${ArrayPrototypeJoin(options, " | ")}`;
+  const answer = await askModel(api, { messages: [{ role: "user", content: question }], system, maxTokens: 256 });
+  const said = StringPrototypeTrim(answer.text);
+  const lower = StringPrototypeToLowerCase(said);
+  for (let i = 0; i < options.length; i++) if (options[i] === said) return options[i];
+  for (let i = 0; i < options.length; i++) if (StringPrototypeToLowerCase(options[i]) === lower) return options[i];
+  const named = ArrayPrototypeFilter(options, (o) => StringPrototypeIncludes(lower, StringPrototypeToLowerCase(o)));
+  if (named.length === 1) return named[0];
+  throw new PluginError(`${api}: the model answered ${JSONStringify(said)}, which is not one of the options (${ArrayPrototypeJoin(options, ", ")})`);
+}
 const fetch = web.makeFetch("fetch", sendFetch);
 const apiFetch = web.makeFetch("api.net.fetch", sendFetch);
 
@@ -580,12 +699,18 @@ function loadCommonJs(url) {
 }
 
 // ---------------------------------------------------------------------- api
+/** Seed 000's `api.host` members that cannot exist under an MCP server, and why. */
+const API_HOST_NOT_APPLICABLE = [
+  ["kernel", "codemode has no app commands for it to run (an MCP server offers the agent tools, not the commands of an app); a tool that should run something does the work itself"],
+];
 const api = ObjectFreeze(formats.withUnoffered({
   plugin: ObjectFreeze({ name: PLUGIN, version: setup.version }),
   tools: ObjectFreeze({ register }),
   net: ObjectFreeze({ fetch: apiFetch }),
   get settings() { return settingsObject(); },
-}, "api", ["host", "models"], unoffered));
+  models: ObjectFreeze({ prompt: promptModel }),
+  host: ObjectFreeze(formats.withNotApplicable({}, "api.host", API_HOST_NOT_APPLICABLE, notApplicable)),
+}, "api", [], unoffered));
 
 /** What `plugin_formats.js`'s adapters get. */
 const kit = ObjectFreeze({
@@ -594,6 +719,9 @@ const kit = ObjectFreeze({
   note: (text) => { ArrayPrototypePush(notes, text); },
   refuse: (text) => { throw new PluginError(text); },
   unoffered,
+  notApplicable,
+  askModel,
+  decide,
   settingsObject,
   fetch,
   console: consoleObject,
@@ -624,6 +752,8 @@ function handle(delivery) {
       return settleOwn(delivery.request, (waiter) => waiter.resolve(delivery.response));
     case "approved":
       return settleOwn(delivery.request, (waiter) => waiter.resolve(ObjectFreeze({ approved: delivery.approved, reason: delivery.reason === null ? undefined : delivery.reason })));
+    case "sampled":
+      return settleOwn(delivery.request, (waiter) => waiter.resolve(delivery.answer));
     case "refused":
       return settleOwn(delivery.request, (waiter) => waiter.reject(new PluginError(delivery.message)));
   }

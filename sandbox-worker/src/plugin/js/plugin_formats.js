@@ -47,6 +47,16 @@ const formats = (function () {
     return target;
   }
 
+  /** An object whose `entries` (`[name, why]`) each throw `<prefix>.<name> is not available in codemode: <why>` when read. */
+  function withNotApplicable(target, prefix, entries, notApplicable) {
+    for (let i = 0; i < entries.length; i++) {
+      const name = entries[i][0];
+      const why = entries[i][1];
+      ObjectDefineProperty(target, name, { get: () => notApplicable(`${prefix}.${name}`, why), enumerable: false });
+    }
+    return target;
+  }
+
   function isObject(value) {
     return value !== null && typeof value === "object";
   }
@@ -454,7 +464,20 @@ const formats = (function () {
 
   // --------------------------------------------------------- globals (003)
   /** The members of seed 003's `host` that codemode has nothing behind. */
-  const HOST_UNOFFERED = ["session", "workspace", "agents", "models", "llm", "decide", "media"];
+  const HOST_UNOFFERED = ["workspace", "agents", "models"];
+
+  /** Seed 003's `host.session` members besides `llm`: each needs the agent's chat, which an MCP server never has. */
+  const SESSION_NOT_APPLICABLE = [
+    ["conversation", "an MCP server is given a tool call's arguments, never the agent's conversation, so there is none to read; pass what the tool needs as its input"],
+    ["post", "an MCP server cannot write into the agent's chat; return the text from the tool, and the agent reads it"],
+    ["posts", "an MCP server cannot read or write the agent's chat; return the text from the tool, and the agent reads it"],
+    ["todos", "MCP gives a server no access to the agent's todo list; return what is left to do in the tool's result"],
+    ["timers", "an MCP server cannot wake the agent later: a tool call ends when it answers, and MCP has no way to start a turn in the chat afterwards"],
+    ["peers", "an MCP server knows no other agents or chats of the client and cannot message them"],
+  ];
+
+  /** Seed 003's `host.media` (upload and transcode audio): the app's media service. */
+  const MEDIA_WHY = "uploading and transcoding audio is a service of the agent's app, which an MCP server does not have; return audio as MCP content ({ content: [{ type: \"audio\", data, mimeType }] }) instead";
 
   /** Seed 003's `host` global (defined before the script runs). */
   function makeHost(kit) {
@@ -470,10 +493,14 @@ const formats = (function () {
       crypto: kit.crypto,
     };
     ObjectDefineProperty(host, "settings", { get: () => kit.settingsObject(), enumerable: true });
+    host.llm = (request) => kit.askModel("host.llm", request);
+    host.decide = (question, options) => kit.decide(question, options);
+    host.session = ObjectFreeze(withNotApplicable({ llm: (request) => kit.askModel("host.session.llm", request) }, "host.session", SESSION_NOT_APPLICABLE, kit.notApplicable));
+    ObjectDefineProperty(host, "media", { get: () => kit.notApplicable("host.media", MEDIA_WHY), enumerable: false });
     return ObjectFreeze(withUnoffered(host, "host", HOST_UNOFFERED, kit.unoffered));
   }
 
-  return { zhin, plico, podcode, makeHost, withUnoffered, requireText, isObject, keysOf: ObjectKeys };
+  return { zhin, plico, podcode, makeHost, withUnoffered, withNotApplicable, requireText, isObject, keysOf: ObjectKeys };
 })();
 
 export { formats };
