@@ -499,6 +499,33 @@ mod tests {
     }
 
     #[test]
+    fn packages_above_the_folder_are_copied_up_to_the_bound_nearest_first() {
+        let base = std::env::temp_dir().join(format!("codemode-folder-above-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&base);
+        let (home, plugin) = (base.join("home"), base.join("home/a/plugin"));
+        for (path, text) in [
+            (plugin.join("main.js"), "export {}"),
+            (home.join("a/node_modules/near/index.js"), "near"),
+            (home.join("node_modules/far/index.js"), "far"),
+            (base.join("node_modules/outside/index.js"), "outside"),
+        ] {
+            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+            std::fs::write(path, text).unwrap();
+        }
+        let (folder, above) = PluginFolder::read_packages_above(&plugin, None, Some(&home)).unwrap();
+        assert_eq!(above.dirs, [PathBuf::from("/above/1/node_modules"), PathBuf::from("/above/2/node_modules")]);
+        assert_eq!(&*folder.fs.file(Path::new("/above/1/node_modules/near/index.js")).unwrap(), b"near");
+        assert_eq!(&*folder.fs.file(Path::new("/above/2/node_modules/far/index.js")).unwrap(), b"far");
+        assert!(folder.fs.files.values().all(|bytes| &**bytes != b"outside"), "nothing above the bound is read");
+        // Without a bound, or with one the folder is not inside, only the folder is read.
+        for bound in [None, Some(base.join("elsewhere"))] {
+            std::fs::create_dir_all(base.join("elsewhere")).unwrap();
+            let (_, above) = PluginFolder::read_packages_above(&plugin, None, bound.as_deref()).unwrap();
+            assert!(above.dirs.is_empty() && above.bound.is_none());
+        }
+    }
+
+    #[test]
     fn paths_never_climb_above_the_folder() {
         let fs = MemoryFs::from_files(&[("a.js", "1")]);
         assert!(fs.metadata(Path::new("/plugin/../etc/passwd")).is_err());
