@@ -15,7 +15,10 @@ The plugins are tests/plugins/model-calls: a seed-003 script calling `host.llm`,
 - a client without the sampling capability: the plugin's call fails saying so;
 - 2026-07-28 (`codemode mcp` with a pinned client, and `codemode serve` request by
   request): the request arrives as "input required" (`sampling/createMessage` in
-  `inputRequests`), and the answer the client brings back reaches the plugin.
+  `inputRequests`), and the answer the client brings back reaches the plugin;
+- a plugin that is itself an MCP server (tests/plugins/mcp2026_py_server.py, a
+  resolver returning `Sample`) asks for a completion: the request is passed on to the
+  agent's client and its model's answer goes back to the server.
 """
 
 import json
@@ -168,12 +171,38 @@ def rounds_by_hand(path):
         server.wait()
 
 
+async def a_plugin_server_asks(mode):
+    """A plugin's own MCP server asks for a completion: it reaches the agent's model."""
+    port = free_port()
+    server = subprocess.Popen([sys.executable, os.path.join(ROOT, "tests/plugins/mcp2026_py_server.py"), str(port)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.time() + 20
+        while time.time() < deadline:
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
+                break
+            except OSError:
+                time.sleep(0.1)
+        path = config(f'[[plugin]]\nname = "py"\nkind = "mcp"\nurl = "http://127.0.0.1:{port}/mcp"\n')
+        model = Model("Leaves drift, cold light falls")
+        params = StdioServerParameters(command=CODEMODE, args=["mcp", "--config", path])
+        async with Client(params, mode=mode, sampling_callback=model) as client:
+            result = await client.call_tool("execute", {"code": "return await tools.py.haiku({ topic: 'autumn' })"})
+            check([c.text for c in result.content] == ["test-model-1: Leaves drift, cold light falls"], f"{mode}: the server's sampling answered by the agent's model: {result}")
+            check(model.asked == [{"messages": [user("A haiku about autumn")], "systemPrompt": "You write haiku.", "maxTokens": 40}], f"{mode}: the server's request as the agent's client received it: {model.asked}")
+    finally:
+        server.kill()
+        server.wait()
+
+
 async def main():
     path = config()
     await in_a_session(path, "legacy")
     await without_sampling(path)
     await in_a_session(path, "2026-07-28")
     rounds_by_hand(path)
+    await a_plugin_server_asks("legacy")
+    await a_plugin_server_asks("2026-07-28")
 
 
 if __name__ == "__main__":

@@ -11,7 +11,9 @@ and calls again with the answer.
 Tools:
 - `pick_color`: asks the person for a color (a form), answers "picked <color>";
 - `era`: says which protocol revision and client the request came with;
-- `echo(text)`: returns the text.
+- `echo(text)`: returns the text;
+- `haiku(topic)`: asks the client's model for a haiku (a resolver returning `Sample`),
+  answers "<model>: <text>".
 Every `tools/list` it answers is appended to $COUNT_FILE when that is set.
 """
 
@@ -24,7 +26,8 @@ import uvicorn
 from pydantic import BaseModel, Field
 
 from mcp.server.mcpserver import Context, MCPServer
-from mcp.server.mcpserver.resolve import Elicit, Resolve
+from mcp.server.mcpserver.resolve import Elicit, Resolve, Sample
+from mcp_types import CreateMessageResult, SamplingMessage, TextContent
 
 server = MCPServer("mcp2026-py")
 
@@ -47,6 +50,16 @@ def era(ctx: Context) -> str:
     meta = getattr(ctx.request_context, "meta", None)
     version = getattr(ctx.request_context, "protocol_version", None)
     return json.dumps({"protocol": str(version) if version else None, "meta": str(meta)[:200]})
+
+
+def ask_haiku(topic: str) -> Sample:
+    message = SamplingMessage(role="user", content=TextContent(type="text", text=f"A haiku about {topic}"))
+    return Sample([message], max_tokens=40, system_prompt="You write haiku.")
+
+
+@server.tool(description="Asks the client's model for a haiku about the topic.", structured_output=False)
+def haiku(topic: str, poem: Annotated[CreateMessageResult, Resolve(ask_haiku)]) -> str:
+    return f"{poem.model}: {poem.content.text}"
 
 
 @server.tool(description="Returns the text it was given.", structured_output=False)

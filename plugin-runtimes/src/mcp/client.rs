@@ -5,6 +5,10 @@
 //!   plugin's `host/approve` ([`Approver`]): the terminal under `codemode run`, the
 //!   agent's own MCP client under `codemode mcp`/`serve`. An accepted form is completed
 //!   with its defaults before it goes back (SEP-1034);
+//! - **sampling** (`sampling/createMessage`, a request for a model's completion) during
+//!   a tool call: to the model of the MCP client that runs the program, through the
+//!   call's [`Sampler`] (text only; under `codemode run` there is none, and the request
+//!   fails saying so) ([`sample`]);
 //! - **progress** of a call: to whoever follows that program's calls ([`ProgressSink`];
 //!   under the MCP server, the execute request's own progress);
 //! - **log messages**: to codemode's log, at their level, under the plugin's name;
@@ -31,7 +35,7 @@ use rmcp::service::{NotificationContext, RequestContext};
 use rmcp::{ClientHandler, ErrorData, RoleClient};
 
 use codemode_core::tool::form::Form;
-use codemode_core::tool::{ApprovalQuestion, Approver, CallProgress, ProgressSink};
+use codemode_core::tool::{ApprovalQuestion, Approver, CallProgress, ProgressSink, SampleRequest, Sampler};
 
 /// Who is behind one call in flight.
 #[derive(Clone)]
@@ -42,6 +46,8 @@ pub(super) struct CallPeers {
     pub approver: Option<Arc<dyn Approver>>,
     /// Who hears its progress.
     pub progress: Option<Arc<dyn ProgressSink>>,
+    /// Who asks a model for it (the MCP client's).
+    pub sampler: Option<Arc<dyn Sampler>>,
 }
 
 /// The calls in flight on one session, by the progress token of their request.
@@ -71,6 +77,29 @@ impl InFlight {
 
     fn get(&self, token: &ProgressToken) -> Option<CallPeers> {
         self.calls.lock().unwrap_or_else(|p| p.into_inner()).get(token).cloned()
+    }
+
+    /// The one client whose model to ask, with a tool it called; `Err` says why none is
+    /// (the same rule as for [`InFlight::asker`]).
+    fn sampler(&self) -> Result<(String, Arc<dyn Sampler>), String> {
+        let calls = self.calls.lock().unwrap_or_else(|p| p.into_inner());
+        let mut samplers = calls.values().filter_map(|c| Some((c.tool.clone(), Arc::clone(c.sampler.as_ref()?))));
+        let Some(first) = samplers.next() else {
+            return Err(if calls.is_empty() {
+                "no call of its tools is in flight, so there is no client whose model to ask".into()
+            } else {
+                "its calls in flight come from no MCP client, so there is no model to ask (codemode run has none)"
+                    .into()
+            });
+        };
+        // Each request's hooks make their own sampler: calls of one program share the
+        // asker, not the sampler, so a model request with several calls in flight is
+        // refused unless they are one call.
+        if calls.len() == 1 {
+            Ok(first)
+        } else {
+            Err("several calls are in flight and codemode cannot tell which one's client to ask".into())
+        }
     }
 
     /// The one person to ask, with a tool they called; `Err` says why nobody is asked.
@@ -138,6 +167,53 @@ pub(super) async fn ask_person(
     Ok(result)
 }
 
+/// A server's `sampling/createMessage` during a call of `plugin.tool`, asked of the
+/// call's `sampler` (the model of the MCP client that runs the program, which decides
+/// and may ask its person). Only text reaches the model this way; `Err` says why not.
+/// Both ways a server asks use it: a request during the call (up to 2025-11-25), and
+/// an "input required" answer to the call (2026-07-28).
+#[allow(deprecated)] // MCP's sampling (SEP-2577), which servers still send.
+pub(super) async fn sample(
+    plugin: &str,
+    tool: String,
+    sampler: Option<Arc<dyn Sampler>>,
+    params: rmcp::model::CreateMessageRequestParams,
+) -> Result<rmcp::model::CreateMessageResult, String> {
+    use rmcp::model::{CreateMessageResult, Role, SamplingMessage, SamplingMessageContentBlock};
+    let api = format!("the MCP server of plugin {plugin}");
+    let Some(sampler) = sampler else {
+        return Err(format!("{api} asked for a model's completion (sampling), and codemode has no model of its own: it asks the model of the MCP client that runs the program, and this program has no MCP client (codemode run)"));
+    };
+    let mut messages = Vec::new();
+    for message in &params.messages {
+        let mut text = String::new();
+        for block in message.content.iter() {
+            let Some(part) = block.as_text() else {
+                return Err(format!("{api} asked for a model's completion with content other than text, which codemode does not pass on (it forwards text alone)"));
+            };
+            text.push_str(&part.text);
+        }
+        let role = if message.role == Role::Assistant { "assistant" } else { "user" };
+        messages.push(protocol::plugin::SampleMessage { role: role.into(), content: text });
+    }
+    let hints = params.model_preferences.as_ref().and_then(|p| p.hints.as_ref());
+    let params = protocol::plugin::SampleParams {
+        call: protocol::plugin::RequestId::Number(0),
+        messages,
+        system_prompt: params.system_prompt.clone(),
+        max_tokens: Some(params.max_tokens),
+        temperature: params.temperature,
+        stop_sequences: params.stop_sequences.clone().unwrap_or_default(),
+        model_hints: hints.map(|h| h.iter().filter_map(|h| h.name.clone()).collect()).unwrap_or_default(),
+        api: Some(api),
+    };
+    let answer = sampler.sample(SampleRequest { plugin: plugin.to_string(), tool, params }).await?;
+    let message = SamplingMessage::new(Role::Assistant, SamplingMessageContentBlock::text(answer.text));
+    let mut result = CreateMessageResult::new(message, answer.model);
+    result.stop_reason = answer.stop_reason;
+    Ok(result)
+}
+
 /// codemode's side of one MCP session with a plugin's server.
 #[derive(Clone)]
 pub(super) struct ServerMessages {
@@ -156,6 +232,12 @@ impl ClientHandler for ServerMessages {
             .with_url(UrlElicitationCapability::new());
         let mut capabilities = ClientCapabilities::default();
         capabilities.elicitation = Some(elicitation);
+        // A server's model requests go to the model of the MCP client running the
+        // program ([`sample`]).
+        #[allow(deprecated)]
+        {
+            capabilities.sampling = Some(rmcp::model::SamplingCapability::default());
+        }
         // The handshake's revision, for servers that answer `initialize` (those that
         // speak 2026-07-28 are found with `server/discover`: see `McpPlugin::connect`).
         ClientConfig::new(capabilities, Implementation::new("codemode", env!("CARGO_PKG_VERSION")))
@@ -175,6 +257,18 @@ impl ClientHandler for ServerMessages {
             }
         };
         ask_person(&self.plugin, tool, &approver, request).await
+    }
+
+    #[allow(deprecated)] // MCP's sampling (SEP-2577), which servers of 2025-11-25 still send.
+    async fn create_message(
+        &self,
+        params: rmcp::model::CreateMessageRequestParams,
+        _context: RequestContext<RoleClient>,
+    ) -> Result<rmcp::model::CreateMessageResult, ErrorData> {
+        let (tool, sampler) = self.calls.sampler().map_err(|why| {
+            ErrorData::invalid_request(format!("codemode cannot ask a model for this request: {why}"), None)
+        })?;
+        sample(&self.plugin, tool, Some(sampler), params).await.map_err(|why| ErrorData::internal_error(why, None))
     }
 
     async fn on_progress(&self, params: ProgressNotificationParam, _context: NotificationContext<RoleClient>) {
@@ -239,7 +333,12 @@ mod tests {
         let calls = Arc::new(InFlight::default());
         assert!(calls.asker().unwrap_err().contains("no call"));
         let person: Arc<dyn Approver> = Arc::new(Yes);
-        let peers = |approver: Option<Arc<dyn Approver>>| CallPeers { tool: "t".into(), approver, progress: None };
+        let peers = |approver: Option<Arc<dyn Approver>>| CallPeers {
+            tool: "t".into(),
+            approver,
+            progress: None,
+            sampler: None,
+        };
         let unattended = calls.enter(token(1), peers(None));
         assert!(calls.asker().unwrap_err().contains("nobody to ask"));
         let a = calls.enter(token(2), peers(Some(Arc::clone(&person))));

@@ -394,6 +394,7 @@ impl McpPlugin {
                 tool: tool.to_string(),
                 approver: context.approver.clone(),
                 progress: context.progress.clone(),
+                sampler: context.sampler.clone(),
             };
             let _in_flight = self.calls.enter(handle.progress_token.clone(), peers);
             // A call given up (timeout, cancellation, the program gone) is cancelled at the server.
@@ -464,8 +465,9 @@ impl McpPlugin {
 
     /// The answers to a 2026-07-28 server's questions for one call of `tool`: the
     /// person's, through the call's approver (elicitation); the caller's workspace as
-    /// the only root (`roots/list`). A request for a model's completion
-    /// (`sampling/createMessage`) fails the call: codemode has no model to offer.
+    /// the only root (`roots/list`); a request for a model's completion
+    /// (`sampling/createMessage`) to the call's sampler, the model of the MCP client
+    /// that runs the program ([`client::sample`]).
     async fn answer_inputs(
         &self,
         tool: &str,
@@ -496,11 +498,12 @@ impl McpPlugin {
                         .collect();
                     serde_json::json!({ "roots": roots })
                 }
-                _ => {
-                    return Err(
-                        "it asked codemode for a model's completion (sampling), which codemode does not offer".into()
-                    )
+                InputRequest::CreateMessage(request) => {
+                    let sampler = context.sampler.clone();
+                    let result = client::sample(&self.config.name, tool.to_string(), sampler, request.params).await?;
+                    serde_json::to_value(result).map_err(|e| e.to_string())?
                 }
+                _ => return Err("it asked codemode for a kind of input that codemode does not know".into()),
             };
             answers.insert(key, answer);
         }
