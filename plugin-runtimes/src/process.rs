@@ -193,7 +193,7 @@ impl ProcessPlugin {
         approver: Option<Arc<dyn Approver>>,
         reporter: Option<Arc<dyn ProgressSink>>,
     ) -> ToolResult {
-        let request = HostRequest::ToolCall(ToolCallParams { name: tool.to_string(), input, context });
+        let request = HostRequest::ToolCall(Box::new(ToolCallParams { name: tool.to_string(), input, context }));
         let asks = Some((tool.to_string(), approver));
         let reports = reporter.map(|r| (tool.to_string(), r));
         match self.request_reporting(request, self.config.call_timeout, Some(cancel), true, asks, reports).await {
