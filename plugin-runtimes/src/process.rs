@@ -205,7 +205,7 @@ impl ProcessPlugin {
         services: CallServices,
     ) -> ToolResult {
         let tool = services.tool.clone();
-        let request = HostRequest::ToolCall(ToolCallParams { name: tool.clone(), input, context });
+        let request = HostRequest::ToolCall(Box::new(ToolCallParams { name: tool.clone(), input, context }));
         match self.request_serving(request, self.config.call_timeout, Some(cancel), true, Some(services)).await {
             Ok(value) => serde_json::from_value::<ToolResult>(value.clone()).unwrap_or_else(|e| {
                 ToolResult::error(format!(

@@ -329,8 +329,8 @@ pub enum HostRequest {
     Initialize(InitializeParams),
     /// `tools/list`.
     ToolsList,
-    /// `tool/call`.
-    ToolCall(ToolCallParams),
+    /// `tool/call` (boxed: its context is the largest of the host's messages).
+    ToolCall(Box<ToolCallParams>),
 }
 
 impl HostRequest {
@@ -455,7 +455,7 @@ impl HostMessage {
                 let request = match method.as_str() {
                     method::INITIALIZE => params(&method, raw.params).map(HostRequest::Initialize),
                     method::TOOLS_LIST => Ok(HostRequest::ToolsList),
-                    method::TOOL_CALL => params(&method, raw.params).map(HostRequest::ToolCall),
+                    method::TOOL_CALL => params(&method, raw.params).map(|p| HostRequest::ToolCall(Box::new(p))),
                     _ => return Ok(HostMessage::UnknownRequest(id, method)),
                 };
                 request.map(|r| HostMessage::Request(id.clone(), r)).map_err(|why| (Some(id), why))
@@ -587,11 +587,11 @@ mod tests {
             host: HostInfo { name: "codemode".into(), version: "1".into() },
             settings: [("token".to_string(), json!("s3cret"))].into_iter().collect(),
         });
-        let call = HostRequest::ToolCall(ToolCallParams {
+        let call = HostRequest::ToolCall(Box::new(ToolCallParams {
             name: "greet".into(),
             input: json!({ "name": "Ann" }),
             context: CallContext { call_id: Some("7".into()), ..CallContext::default() },
-        });
+        }));
         for (id, request) in [(1, init), (2, HostRequest::ToolsList), (3, call)] {
             let line = Outgoing::HostRequest(RequestId::Number(id), request.clone()).to_line();
             assert_eq!(HostMessage::parse(&line), Ok(HostMessage::Request(RequestId::Number(id), request)), "{line}");

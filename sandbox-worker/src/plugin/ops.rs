@@ -93,8 +93,9 @@ pub enum Delivery {
     Initialize { ticket: u32 },
     /// `tools/list`: answer with `op_plugin_answer_tools`.
     ToolsList { ticket: u32 },
-    /// `tool/call`: answer with `op_plugin_answer_call`.
-    Call { ticket: u32, name: String, input: Value, context: CallContext },
+    /// `tool/call`: answer with `op_plugin_answer_call` (the context boxed: it is the
+    /// largest part of any delivery).
+    Call { ticket: u32, name: String, input: Value, context: Box<CallContext> },
     /// `tool/cancel` of a call still running: abort it (it needs no answer any more).
     Cancel { ticket: u32 },
     /// The earliest timer is due.
@@ -324,7 +325,7 @@ impl PluginLink {
                     HostRequest::ToolsList => (None, Delivery::ToolsList { ticket }),
                     HostRequest::ToolCall(call) => (
                         Some(call.name.clone()),
-                        Delivery::Call { ticket, name: call.name, input: call.input, context: call.context },
+                        Delivery::Call { ticket, name: call.name, input: call.input, context: Box::new(call.context) },
                     ),
                 };
                 self.in_flight.borrow_mut().insert(ticket, InFlight { id, tool });
