@@ -5,7 +5,8 @@
 # the same SDK as a plugin (tests/mcp/test_remote_plugins.py), and the seed-format plugins
 # behind it (tests/mcp/test_plugin_formats.py), the large-catalog example with the MCP
 # reference server from npm (tests/mcp/test_large_catalog.py), and the service features
-# (stateless replicas, operations endpoints, JSON log: tests/mcp/test_service.py).
+# (stateless replicas, operations endpoints, JSON log: tests/mcp/test_service.py), and
+# workspace files and artifacts (tests/mcp/test_files.py).
 # Part of scripts/test.sh.
 source "$(dirname "$0")/lib.sh"
 ensure_system_packages
@@ -31,3 +32,6 @@ ensure_mcp_everything
 # The seed systems' plugin formats behind the server (approvals through elicitation).
 [ -d target/formats/zhin/node_modules ] || bash scripts/npm-fixtures.sh
 "$MCP_VENV/bin/python" tests/mcp/test_plugin_formats.py target/release/codemode
+# Workspace files (seed 003's host.workspace, Podcode's mainCwd) beneath the client's
+# root, and plico's artifacts as resources.
+"$MCP_VENV/bin/python" tests/mcp/test_files.py target/release/codemode

@@ -60,6 +60,11 @@ pub struct Layout {
     pub declared_hosts: Vec<String>,
     /// What the layout holds that codemode does not load, each with why.
     pub skipped: Vec<String>,
+    /// The permissions the plugin's code derives (a seed-003 script's use of
+    /// `host.workspace`: [`crate::sniff::WORKSPACE_READ`], [`crate::sniff::WORKSPACE_WRITE`]),
+    /// shown when it loads and enforced by the host.
+    #[serde(default)]
+    pub permissions: Vec<String>,
 }
 
 /// Why a plugin's format could not be told.
@@ -217,8 +222,10 @@ fn single_file(path: &Path, forced: Option<Format>) -> Result<Layout, FormatErro
             })
         }
     };
-    let declared_hosts =
-        if format == Format::Globals { sniffed.and_then(|s| s.egress).unwrap_or_default() } else { Vec::new() };
+    let (declared_hosts, permissions) = match sniffed {
+        Some(s) if format == Format::Globals => (s.egress.unwrap_or_default(), s.permissions),
+        _ => (Vec::new(), Vec::new()),
+    };
     Ok(Layout {
         format,
         root,
@@ -227,6 +234,7 @@ fn single_file(path: &Path, forced: Option<Format>) -> Result<Layout, FormatErro
         manifest: None,
         declared_hosts,
         skipped: Vec::new(),
+        permissions,
     })
 }
 
@@ -250,6 +258,7 @@ fn manifest_layout(path: &Path, listing: &Listing) -> Result<Option<Layout>, For
         manifest: Some(manifest),
         declared_hosts,
         skipped: Vec::new(),
+        permissions: Vec::new(),
     }))
 }
 
@@ -270,6 +279,7 @@ fn plico_layout(path: &Path, listing: &Listing) -> Option<Layout> {
         manifest: None,
         declared_hosts: Vec::new(),
         skipped: Vec::new(),
+        permissions: Vec::new(),
     })
 }
 
@@ -307,6 +317,7 @@ fn zhin_layout(path: &Path, listing: &Listing) -> Option<Layout> {
         manifest: None,
         declared_hosts: Vec::new(),
         skipped,
+        permissions: Vec::new(),
     })
 }
 
@@ -352,8 +363,11 @@ fn top_level_layout(
         0 => Ok(None),
         1 => {
             let (file, sniffed) = fitting.remove(0);
-            let declared_hosts =
-                if format == Format::Globals { sniffed.egress.unwrap_or_default() } else { Vec::new() };
+            let (declared_hosts, permissions) = if format == Format::Globals {
+                (sniffed.egress.unwrap_or_default(), sniffed.permissions)
+            } else {
+                (Vec::new(), Vec::new())
+            };
             Ok(Some(Layout {
                 format,
                 root: path.into(),
@@ -362,6 +376,7 @@ fn top_level_layout(
                 manifest: None,
                 declared_hosts,
                 skipped: Vec::new(),
+                permissions,
             }))
         }
         _ => Err(FormatError::Ambiguous {

@@ -35,7 +35,13 @@ use super::net::NetAccess;
 pub use super::runtime::PluginError;
 use super::runtime::{remote_tools, Listed, PluginRuntime, RemoteCalls};
 use super::settings::{host_environment, resolve_env, resolve_settings, SettingError, SettingValue};
+use super::workspace::{Workspace, WorkspaceError};
+use codemode_core::tool::artifacts::Artifacts;
 use codemode_core::tool::{ApprovalQuestion, Approver, ToolDefinition, ToolResult};
+use plugin_format::sniff::{WORKSPACE_READ, WORKSPACE_WRITE};
+use protocol::plugin::{
+    ArtifactInfo, ArtifactParams, ArtifactResult, FileOp, WorkspaceEntry, WorkspaceParams, WorkspaceResult,
+};
 
 /// The longest line a plugin may write (one JSON-RPC message).
 const MAX_LINE_BYTES: usize = 16 * 1024 * 1024;
@@ -67,6 +73,10 @@ pub struct ProcessConfig {
     pub call_timeout: Duration,
     /// What the plugin may fetch through the host (`host/fetch`); `None`: nothing.
     pub net: Option<Arc<NetAccess>>,
+    /// The permissions its code derives (`host:workspace:read`, `host:workspace:write`),
+    /// which `host/workspace` requires and the load report shows; none for a process
+    /// plugin, which reaches files itself.
+    pub permissions: Vec<String>,
 }
 
 type Pending = Arc<StdMutex<HashMap<u64, oneshot::Sender<Result<Value, PluginError>>>>>;
@@ -74,12 +84,25 @@ type Pending = Arc<StdMutex<HashMap<u64, oneshot::Sender<Result<Value, PluginErr
 /// with the tool's name.
 type Approvers = Arc<StdMutex<HashMap<u64, (String, Option<Arc<dyn Approver>>)>>>;
 type Stdin = Arc<Mutex<tokio::process::ChildStdin>>;
+/// What the running `tool/call`s' `host/workspace` and `host/artifacts` reach, by
+/// request id.
+type Services = Arc<StdMutex<HashMap<u64, CallServices>>>;
+
+/// The host's services for one running call.
+#[derive(Debug, Clone, Default)]
+pub struct CallServices {
+    /// The call's workspace (its caller's), for `host/workspace`.
+    pub workspace: Option<String>,
+    /// The session's artifacts, for `host/artifacts`.
+    pub artifacts: Option<Arc<Artifacts>>,
+}
 
 /// One running process and its reader.
 struct Connection {
     stdin: Stdin,
     pending: Pending,
     approvers: Approvers,
+    services: Services,
     next_id: AtomicU64,
     /// Cancelled when the connection is dead (and kills the process when dropped).
     dead: CancellationToken,
@@ -124,9 +147,12 @@ impl ProcessPlugin {
         })
     }
 
-    /// What the plugin said, when it last started, that it cannot honour.
+    /// What the plugin said, when it last started, that it cannot honour, and the
+    /// permissions it holds (shown to whoever enables it, in the load report).
     pub fn notes(&self) -> Vec<String> {
-        self.notes.lock().map(|n| n.clone()).unwrap_or_default()
+        let mut notes = self.notes.lock().map(|n| n.clone()).unwrap_or_default();
+        notes.extend(self.config.permissions.iter().map(|p| permission_note(p)));
+        notes
     }
 
     /// What the plugin last wrote on standard error.
@@ -170,9 +196,24 @@ impl ProcessPlugin {
         cancel: CancellationToken,
         approver: Option<Arc<dyn Approver>>,
     ) -> ToolResult {
+        self.call_tool_serving(tool, input, context, cancel, approver, CallServices::default()).await
+    }
+
+    /// [`ProcessPlugin::call_tool`], with the host's services for the call (`host/workspace`,
+    /// `host/artifacts`).
+    pub async fn call_tool_serving(
+        self: &Arc<Self>,
+        tool: &str,
+        input: Value,
+        context: CallContext,
+        cancel: CancellationToken,
+        approver: Option<Arc<dyn Approver>>,
+        services: CallServices,
+    ) -> ToolResult {
         let request = HostRequest::ToolCall(ToolCallParams { name: tool.to_string(), input, context });
         let asks = Some((tool.to_string(), approver));
-        match self.request_asking(request, self.config.call_timeout, Some(cancel), true, asks).await {
+        let served = self.request_serving(request, self.config.call_timeout, Some(cancel), true, asks, Some(services));
+        match served.await {
             Ok(value) => serde_json::from_value::<ToolResult>(value.clone()).unwrap_or_else(|e| {
                 ToolResult::error(format!(
                     "plugin {} answered tool/call with something that is not a CallToolResult: {e}",
@@ -208,6 +249,19 @@ impl ProcessPlugin {
         wait: bool,
         asks: Option<(String, Option<Arc<dyn Approver>>)>,
     ) -> Result<Value, PluginError> {
+        self.request_serving(request, timeout, cancel, wait, asks, None).await
+    }
+
+    /// [`ProcessPlugin::request_asking`] with the call's `services` while it runs.
+    async fn request_serving(
+        self: &Arc<Self>,
+        request: HostRequest,
+        timeout: Duration,
+        cancel: Option<CancellationToken>,
+        wait: bool,
+        asks: Option<(String, Option<Arc<dyn Approver>>)>,
+        services: Option<CallServices>,
+    ) -> Result<Value, PluginError> {
         let method = request.method();
         let connection = self.connected(wait).await?;
         let id = connection.next_id.fetch_add(1, Ordering::Relaxed);
@@ -216,6 +270,10 @@ impl ProcessPlugin {
         let _asking = asks.map(|asks| {
             connection.approvers.lock().unwrap_or_else(|p| p.into_inner()).insert(id, asks);
             ForgetApprover { approvers: Arc::clone(&connection.approvers), id }
+        });
+        let _serving = services.map(|services| {
+            connection.services.lock().unwrap_or_else(|p| p.into_inner()).insert(id, services);
+            ForgetServices { services: Arc::clone(&connection.services), id }
         });
         if let Err(e) = self.write(&connection, &Outgoing::HostRequest(RequestId::Number(id), request)).await {
             connection.pending.lock().unwrap_or_else(|p| p.into_inner()).remove(&id);
@@ -315,6 +373,7 @@ impl ProcessPlugin {
             stdin: Arc::new(Mutex::new(stdin)),
             pending: Arc::new(StdMutex::new(HashMap::new())),
             approvers: Arc::default(),
+            services: Arc::default(),
             next_id: AtomicU64::new(1),
             dead: CancellationToken::new(),
             retired: CancellationToken::new(),
@@ -330,6 +389,8 @@ impl ProcessPlugin {
             PluginRequests {
                 stdin: Arc::clone(&connection.stdin),
                 approvers: Arc::clone(&connection.approvers),
+                services: Arc::clone(&connection.services),
+                permissions: self.config.permissions.clone(),
                 net: self.config.net.clone(),
                 running: Arc::default(),
                 dead: connection.dead.clone(),
@@ -407,7 +468,10 @@ impl RemoteCalls for ProcessPlugin {
         context: codemode_core::tool::CallContext,
     ) -> BoxFuture<'static, ToolResult> {
         Box::pin(async move {
-            self.call_tool(&tool, input, context.wire(), context.cancel.clone(), context.approver.clone()).await
+            let services =
+                CallServices { workspace: context.caller.workspace.clone(), artifacts: context.artifacts.clone() };
+            let (wire, cancel, approver) = (context.wire(), context.cancel.clone(), context.approver.clone());
+            self.call_tool_serving(&tool, input, wire, cancel, approver, services).await
         })
     }
 }
@@ -421,6 +485,18 @@ struct ForgetApprover {
 impl Drop for ForgetApprover {
     fn drop(&mut self) {
         self.approvers.lock().unwrap_or_else(|p| p.into_inner()).remove(&self.id);
+    }
+}
+
+/// Forgets a call's services when the call is over.
+struct ForgetServices {
+    services: Services,
+    id: u64,
+}
+
+impl Drop for ForgetServices {
+    fn drop(&mut self) {
+        self.services.lock().unwrap_or_else(|p| p.into_inner()).remove(&self.id);
     }
 }
 
@@ -547,6 +623,10 @@ struct PluginRequests {
     stdin: Stdin,
     /// Who answers the running calls' `host/approve`.
     approvers: Approvers,
+    /// What the running calls' `host/workspace` and `host/artifacts` reach.
+    services: Services,
+    /// The permissions the plugin holds (`host:workspace:*`).
+    permissions: Vec<String>,
     net: Option<Arc<NetAccess>>,
     /// Requests being served, by id, so `host/cancel` can stop them.
     running: Arc<StdMutex<HashMap<RequestId, CancellationToken>>>,
@@ -641,7 +721,41 @@ impl PluginRequests {
                     let _ = write_line(&stdin, &dead, &Outgoing::Answer(id, answer)).await;
                 });
             }
+            PluginRequest::Workspace(params) => {
+                let services = self.services_of(&params.call);
+                let (plugin, permissions) = (plugin.to_string(), self.permissions.clone());
+                self.reply_blocking(id, move || {
+                    let answer = serve_workspace(&plugin, &permissions, services, &params);
+                    answer.map(|r| serde_json::to_value(r).unwrap_or(Value::Null)).map_err(RpcError::new)
+                });
+            }
+            PluginRequest::Artifacts(params) => {
+                let services = self.services_of(&params.call);
+                self.reply_blocking(id, move || {
+                    let answer = serve_artifacts(services, params);
+                    answer.map(|r| serde_json::to_value(r).unwrap_or(Value::Null)).map_err(RpcError::new)
+                });
+            }
         }
+    }
+
+    /// The services of the running call `call`; `None` when it is not running.
+    fn services_of(&self, call: &RequestId) -> Option<CallServices> {
+        match call {
+            RequestId::Number(call) => self.services.lock().unwrap_or_else(|p| p.into_inner()).get(call).cloned(),
+            RequestId::Text(_) => None,
+        }
+    }
+
+    /// Answers with what `work` gives, done on the blocking pool (file work).
+    fn reply_blocking(&self, id: RequestId, work: impl FnOnce() -> Result<Value, RpcError> + Send + 'static) {
+        let (stdin, dead) = (Arc::clone(&self.stdin), self.dead.clone());
+        tokio::spawn(async move {
+            let answer = tokio::task::spawn_blocking(work)
+                .await
+                .unwrap_or_else(|e| Err(RpcError::new(format!("the host failed while serving it: {e}"))));
+            let _ = write_line(&stdin, &dead, &Outgoing::Answer(id, answer)).await;
+        });
     }
 
     fn reply(&self, id: RequestId, answer: Result<Value, RpcError>) {
@@ -650,6 +764,103 @@ impl PluginRequests {
             let _ = write_line(&stdin, &dead, &Outgoing::Answer(id, answer)).await;
         });
     }
+}
+
+/// The load report's line for a permission the plugin holds.
+fn permission_note(permission: &str) -> String {
+    match permission {
+        WORKSPACE_WRITE => format!("permission {permission}: can write the agent's files (host.workspace.write, beneath the session's workspace)"),
+        WORKSPACE_READ => format!("permission {permission}: can read the agent's files (host.workspace.read and list, beneath the session's workspace)"),
+        other => format!("permission {other}"),
+    }
+}
+
+/// `host/workspace`: the file work of one request, beneath the call's workspace, when
+/// the plugin holds the permission (`call`: `None` when the call is not running).
+fn serve_workspace(
+    plugin: &str,
+    permissions: &[String],
+    call: Option<CallServices>,
+    params: &WorkspaceParams,
+) -> Result<WorkspaceResult, String> {
+    let (op, needs) = match params.op {
+        FileOp::Read => ("read", WORKSPACE_READ),
+        FileOp::Write => ("write", WORKSPACE_WRITE),
+        FileOp::List => ("list", WORKSPACE_READ),
+    };
+    let member = format!("host.workspace.{op}");
+    let Some(call) = call else {
+        return Err(format!("{member}: tool/call {} is not running, so it has no workspace", params.call));
+    };
+    if !permissions.iter().any(|p| p == needs) {
+        return Err(format!("{member}: plugin {plugin} does not hold the permission {needs}: codemode derives it from the plugin's own code (a call of {member} written in it) and shows it when the plugin is enabled"));
+    }
+    let root = call.workspace.ok_or_else(|| format!("{member}: {}", WorkspaceError::NoWorkspace))?;
+    let failed = |e: WorkspaceError| format!("{member}: {e}");
+    let workspace = Workspace::open(std::path::Path::new(&root)).map_err(failed)?;
+    Ok(match params.op {
+        FileOp::Read => {
+            WorkspaceResult { content: Some(workspace.read(&params.path).map_err(failed)?), ..Default::default() }
+        }
+        FileOp::Write => {
+            let content = params.content.as_deref().unwrap_or_default();
+            let written = workspace.write(&params.path, content.as_bytes()).map_err(failed)?;
+            WorkspaceResult { bytes: Some(written as u64), ..Default::default() }
+        }
+        FileOp::List => {
+            let entries = workspace.list(&params.path).map_err(failed)?;
+            let entries = entries.into_iter().map(|e| WorkspaceEntry { name: e.name, kind: e.kind.into() }).collect();
+            WorkspaceResult { entries: Some(entries), ..Default::default() }
+        }
+    })
+}
+
+/// `host/artifacts`: the session's artifacts, for a running call.
+fn serve_artifacts(call: Option<CallServices>, params: ArtifactParams) -> Result<ArtifactResult, String> {
+    use base64::Engine as _;
+    let base64 = base64::engine::general_purpose::STANDARD;
+    let member = match params.op {
+        FileOp::Read => "ctx.artifacts.read",
+        FileOp::Write => "ctx.artifacts.write",
+        FileOp::List => "ctx.artifacts.list",
+    };
+    let Some(call) = call else {
+        return Err(format!("{member}: tool/call {} is not running, so it has no session", params.call));
+    };
+    let Some(store) = call.artifacts else {
+        return Err(format!("{member}: this front end keeps no artifacts: they are kept for an MCP session (codemode mcp or codemode serve), whose agent receives them as resources"));
+    };
+    let info = |a: &codemode_core::tool::artifacts::Artifact| ArtifactInfo {
+        path: a.path.clone(),
+        uri: a.uri.clone(),
+        mime_type: a.mime_type.clone(),
+        size: a.bytes.len() as u64,
+    };
+    let path = || params.path.clone().ok_or_else(|| format!("{member}: a path is required"));
+    Ok(match params.op {
+        FileOp::Write => {
+            let path = path()?;
+            let (bytes, is_text) = match (&params.text, &params.base64) {
+                (Some(text), _) => (text.clone().into_bytes(), true),
+                (None, Some(encoded)) => {
+                    (base64.decode(encoded).map_err(|e| format!("{member}: the content is not base64: {e}"))?, false)
+                }
+                (None, None) => return Err(format!("{member}: content is required, a string or a Uint8Array")),
+            };
+            let written =
+                store.write(&path, bytes, is_text, params.mime_type.clone()).map_err(|e| format!("{member}: {e}"))?;
+            ArtifactResult { artifact: Some(info(&written)), ..Default::default() }
+        }
+        FileOp::Read => {
+            let read = store.read(&path()?).map_err(|e| format!("{member}: {e}"))?;
+            let text = read.is_text.then(|| String::from_utf8_lossy(&read.bytes).into_owned());
+            let encoded = (!read.is_text).then(|| base64.encode(&read.bytes));
+            ArtifactResult { artifact: Some(info(&read)), text, base64: encoded, ..Default::default() }
+        }
+        FileOp::List => {
+            ArtifactResult { artifacts: Some(store.list().iter().map(info).collect()), ..Default::default() }
+        }
+    })
 }
 
 /// Writes one message line to the plugin. A plugin that stops reading (the write fails,

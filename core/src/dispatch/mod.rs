@@ -56,6 +56,10 @@ pub trait CallHooks: Approver + ProgressSink {
     fn approved_once(&self) -> &ApprovedOnce;
     /// Runs when the call finished; `ok` is false for a failed or rejected call.
     fn after(&self, plugin: &str, tool: &str, ok: bool);
+    /// What tools keep for the session (`host/artifacts`); none by default.
+    fn artifacts(&self) -> Option<Arc<crate::tool::artifacts::Artifacts>> {
+        None
+    }
 }
 
 /// Why a tool call did not run, or failed. The message is what the caller reads.
@@ -291,6 +295,7 @@ async fn run(
         cancel,
         approver: hooks.cloned().map(|h| h as Arc<dyn Approver>),
         progress: hooks.cloned().map(|h| h as Arc<dyn ProgressSink>),
+        artifacts: hooks.and_then(|h| h.artifacts()),
     };
     let result = tool.run_validated(input, context).await.map_err(|why| failed(CallError::Failed(why)))?;
     finished(!result.is_error);

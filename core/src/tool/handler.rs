@@ -30,6 +30,9 @@ pub struct CallContext {
     pub approver: Option<Arc<dyn Approver>>,
     /// Who hears how the call is going (its server's progress notifications).
     pub progress: Option<Arc<dyn ProgressSink>>,
+    /// What tools keep for the session (a plugin's `host/artifacts`); `None` when the
+    /// front end keeps none.
+    pub artifacts: Option<Arc<super::artifacts::Artifacts>>,
 }
 
 /// What a tool asks a person during a call: to allow something (a plugin's

@@ -13,6 +13,7 @@
 //!   `CallToolResult` here, so a malformed one fails the call with the reason);
 //! - `op_plugin_fetch`, `op_plugin_approve` and `op_plugin_cancel_request` are the
 //!   plugin's own requests (`host/fetch`, `host/approve`, `host/cancel`);
+//!   `op_plugin_host_service` sends a call's `host/workspace` and `host/artifacts`;
 //!   `op_plugin_tools_changed` announces a changed tool list;
 //! - `op_plugin_log` writes console output to standard error, which the host logs;
 //! - `op_plugin_timers` tells the link the next timer deadline: the wait for the host
@@ -102,6 +103,8 @@ pub enum Delivery {
     /// The host refused one of the plugin's own requests, or answered it with
     /// something this runtime cannot read.
     Refused { request: u32, message: String },
+    /// The host's answer to `host/workspace` or `host/artifacts` number `request`.
+    Served { request: u32, result: Value },
 }
 
 /// A `host/fetch` answer as `Response` reads it: the body as text when it is UTF-8,
@@ -150,6 +153,8 @@ impl FetchedResponse {
 enum OwnRequest {
     Fetch,
     Approve,
+    Workspace,
+    Artifacts,
 }
 
 /// The host's stream on standard input, read a line at a time, with a time limit when
@@ -361,6 +366,7 @@ impl PluginLink {
                             message: format!("the host's answer to host/approve is malformed: {e}"),
                         },
                     },
+                    (OwnRequest::Workspace | OwnRequest::Artifacts, Ok(result)) => Delivery::Served { request, result },
                 })
             }
             HostMessage::Other(_) => None,
@@ -562,6 +568,40 @@ pub fn op_plugin_approve(
     Ok(link.ask(OwnRequest::Approve, PluginRequest::Approve(ApproveParams { call, message, details })))
 }
 
+/// Sends `host/workspace` or `host/artifacts` (`method`) for the call with `ticket`,
+/// with `params_json` (the request's parameters but `call`); the answer arrives as
+/// [`Delivery::Served`] or [`Delivery::Refused`] with the returned number.
+#[op2(fast)]
+#[smi]
+pub fn op_plugin_host_service(
+    state: &mut OpState,
+    #[smi] ticket: u32,
+    #[string] method: &str,
+    #[string] params_json: &str,
+) -> Result<u32, JsErrorBox> {
+    let link = link(state)?;
+    let call = link.in_flight.borrow().get(&ticket).map(|request| request.id.clone());
+    let Some(call) = call else {
+        return Err(JsErrorBox::generic(format!("{method} was asked for a call that already ended")));
+    };
+    let mut params: Map<String, Value> = serde_json::from_str(params_json)
+        .map_err(|e| JsErrorBox::type_error(format!("the {method} parameters are not a JSON object: {e}")))?;
+    params.insert("call".into(), serde_json::to_value(&call).unwrap_or(Value::Null));
+    let invalid = |e: serde_json::Error| JsErrorBox::type_error(format!("{method}: {e}"));
+    let (kind, request) = match method {
+        protocol::plugin::method::WORKSPACE => (
+            OwnRequest::Workspace,
+            PluginRequest::Workspace(serde_json::from_value(Value::Object(params)).map_err(invalid)?),
+        ),
+        protocol::plugin::method::ARTIFACTS => (
+            OwnRequest::Artifacts,
+            PluginRequest::Artifacts(serde_json::from_value(Value::Object(params)).map_err(invalid)?),
+        ),
+        other => return Err(JsErrorBox::type_error(format!("the host offers no service {other}"))),
+    };
+    Ok(link.ask(kind, request))
+}
+
 /// Gives up one of the plugin's own requests (`host/cancel`).
 #[op2(fast)]
 pub fn op_plugin_cancel_request(state: &mut OpState, #[smi] request: u32) -> Result<(), JsErrorBox> {
@@ -570,6 +610,8 @@ pub fn op_plugin_cancel_request(state: &mut OpState, #[smi] request: u32) -> Res
     let method = match kind {
         OwnRequest::Fetch => protocol::plugin::method::FETCH,
         OwnRequest::Approve => protocol::plugin::method::APPROVE,
+        OwnRequest::Workspace => protocol::plugin::method::WORKSPACE,
+        OwnRequest::Artifacts => protocol::plugin::method::ARTIFACTS,
     };
     link.write(&Outgoing::PluginNotification(PluginNotification::Cancel(own_id(method, request))));
     Ok(())
@@ -752,6 +794,7 @@ deno_core::extension!(
         op_plugin_answer_call,
         op_plugin_fetch,
         op_plugin_approve,
+        op_plugin_host_service,
         op_plugin_cancel_request,
         op_plugin_tools_changed,
         op_plugin_log,
