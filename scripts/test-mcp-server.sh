@@ -7,7 +7,8 @@
 # large-catalog example with the MCP
 # reference server from npm (tests/mcp/test_large_catalog.py), and the service features
 # (stateless replicas, operations endpoints, JSON log: tests/mcp/test_service.py), and
-# each tool call's identity, subagents and progress (tests/mcp/test_plugin_ids.py).
+# each tool call's identity, subagents and progress (tests/mcp/test_plugin_ids.py), and
+# workspace files and artifacts (tests/mcp/test_files.py).
 # Part of scripts/test.sh.
 source "$(dirname "$0")/lib.sh"
 ensure_system_packages
@@ -41,3 +42,6 @@ ensure_mcp_everything
 # Each tool call's identity, its subagents' lifetime, and progress from inside a call
 # (seed 000 subagents, plico's keys and ctx.context, Podcode's ctx.metadata).
 "$MCP_VENV/bin/python" tests/mcp/test_plugin_ids.py target/release/codemode
+# Workspace files (seed 003's host.workspace, Podcode's mainCwd) beneath the client's
+# root, and plico's artifacts as resources.
+"$MCP_VENV/bin/python" tests/mcp/test_files.py target/release/codemode

@@ -530,6 +530,7 @@ fn main() {
             cwd: None,
             call_timeout: Duration::from_secs(10),
             net: None,
+            permissions: Vec::new(),
         };
         let hello = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../plugins/hello-tools");
         let javascript = JavascriptPlugin {

@@ -839,6 +839,7 @@ impl Config {
                 cwd: launch.cwd,
                 call_timeout: p.call_timeout(),
                 net: None,
+                permissions: Vec::new(),
             })
             .collect()
     }

@@ -340,14 +340,14 @@ fn seed_002_plico_tool_files_with_zod_3_arktype_and_commonjs_packages() {
     // CommonJS packages from npm: named and default imports.
     let v = run(&cfg, r#"return JSON.parse(await tools.plico.version({ text: "release v1.2 final" }))"#, &env);
     assert_eq!(v, json!({ "version": "1.2.0", "ms": 172_800_000 }));
-    // ctx: the host's context (none under `codemode run`), an idempotency key, the
-    // signal; artifacts are not offered; the secret setting arrives as process.env, read
-    // from codemode's own environment.
+    // ctx: the call's context, an idempotency key, the signal, the artifacts (kept for an
+    // MCP session: tests/mcp/test_files.py); the secret setting arrives as process.env,
+    // read from codemode's own environment.
     let v = run(&cfg, "return JSON.parse(await tools.plico.whoami({}))", &env);
     assert_eq!(v["context"], Value::Null);
     assert_eq!(v["key"], json!("plico:whoami:1"));
     assert_eq!(v["aborted"], json!(false));
-    assert_eq!(v["artifacts"], json!("codemode does not offer ctx.artifacts"));
+    assert_eq!(v["artifacts"], json!("[object Object]"));
     assert_eq!(v["token"], json!("s3cret"));
     // Each call of a program has its own idempotency key.
     let keys = run(
@@ -459,8 +459,9 @@ async fn seed_003_a_globals_script_with_host_fetch_and_its_egress() {
             &format!("return await Promise.all({}.map((name) => tools.weather.host_member({{ name }})))", json!(members)),
             &[],
         );
-        let offered = ["function", "object", "object", "function", "object"].map(|s| json!(s));
-        let not_offered = members[5..8].iter().map(|m| json!(format!("codemode does not offer host.{m}")));
+        // host.workspace works beneath the session's workspace (tests/mcp/test_files.py).
+        let offered = ["function", "object", "object", "function", "object", "object"].map(|s| json!(s));
+        let not_offered = members[6..8].iter().map(|m| json!(format!("codemode does not offer host.{m}")));
         // The model calls ask the MCP client's model (tests/mcp/test_sampling.py); media cannot exist.
         let models = ["function", "function", MEDIA].map(|s| json!(s));
         assert_eq!(v, Value::Array(offered.into_iter().chain(not_offered).chain(models).collect()));
@@ -469,6 +470,23 @@ async fn seed_003_a_globals_script_with_host_fetch_and_its_egress() {
     })
     .await
     .unwrap();
+}
+
+/// Seed 003's own `save_note` derives `host:workspace:write`, shown when the plugin is
+/// enabled; under `codemode run` no client names a workspace, so it is refused saying
+/// where one comes from (over MCP it works: tests/mcp/test_files.py).
+#[test]
+fn seed_003_host_workspace_derives_its_permission_and_needs_a_workspace() {
+    let file = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../tests/plugins/files/notes.ts");
+    let cfg = config(&format!("[[plugin]]\nname = \"notes\"\nkind = \"javascript\"\npath = \"{}\"\n", file.display()));
+    let (code, out, _) = tools(&cfg, false, &[]);
+    assert_eq!(code, 0, "{out}");
+    assert!(out.contains("! plugin notes (note): permission host:workspace:read: can read the agent's files (host.workspace.read and list, beneath the session's workspace)\n"), "{out}");
+    assert!(out.contains("! plugin notes (note): permission host:workspace:write: can write the agent's files (host.workspace.write, beneath the session's workspace)\n"), "{out}");
+    assert_eq!(
+        rejection(&cfg, r#"tools.notes.save_note({ title: "Shopping List", text: "milk" })"#),
+        "host.workspace.write: this call has no workspace: an MCP client gives one as its first file:// root (roots/list) or as _meta.workspace"
+    );
 }
 
 #[tokio::test]

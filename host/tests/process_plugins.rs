@@ -36,6 +36,7 @@ async fn setup(timeout: Duration) -> Setup {
         cwd: None,
         call_timeout: timeout,
         net: None,
+        permissions: Vec::new(),
     };
     let mut base = Catalog::new();
     base.add(
@@ -222,6 +223,7 @@ async fn a_plugin_that_cannot_start_is_reported_not_fatal() {
         cwd: None,
         call_timeout: Duration::from_secs(1),
         net: None,
+        permissions: Vec::new(),
     };
     let host = Arc::new(PluginHost::new(Catalog::new(), vec![ProcessPlugin::new(config)]));
     let (catalog, problems) = host.catalog().await;
@@ -259,6 +261,7 @@ async fn a_plugin_that_fails_its_first_start_is_retried_on_calls_and_in_the_back
         cwd: None,
         call_timeout: Duration::from_secs(10),
         net: None,
+        permissions: Vec::new(),
     };
     let host = Arc::new(PluginHost::new(Catalog::new(), vec![ProcessPlugin::new(config)]));
     let (catalog, problems) = host.catalog().await;
@@ -320,6 +323,7 @@ async fn an_unavailable_plugin_comes_back_in_the_background_without_any_call() {
         cwd: None,
         call_timeout: Duration::from_secs(10),
         net: None,
+        permissions: Vec::new(),
     };
     let host = Arc::new(PluginHost::new(Catalog::new(), vec![ProcessPlugin::new(config)]));
     let (catalog, _) = host.catalog().await;

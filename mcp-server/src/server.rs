@@ -28,6 +28,11 @@
 //! - **Progress** from inside a call (a plugin's `host/progress`: a subagent's rows,
 //!   Podcode's `ctx.metadata`) reaches a client that gave a progress token as progress
 //!   notifications of the request; plugins are told whether it does (`progressShown`).
+//! - **Artifacts** ([`codemode_core::tool::artifacts`]): what tools keep for the
+//!   session (plico's `ctx.artifacts`) reaches the agent with the result of the request
+//!   during which it was written: as `resource_link`s to `artifact://` resources that
+//!   `resources/read` serves while the session lasts, or, for a 2026-07-28 client (no
+//!   session to read them in later), as embedded resources; each with its media type.
 //! - **Logging** ([`super::logs`]): sessions the operator chose receive codemode's log
 //!   (plugins' stderr and console lines, codemode's warnings) as `notifications/message`,
 //!   from the level they set with `logging/setLevel`.
@@ -60,9 +65,14 @@ use codemode_core::dispatch::{ApprovedOnce, CallError, CallHooks, Missing, Resol
 use codemode_core::executor::{Executor, Program};
 use codemode_core::limits::Limits;
 use codemode_core::outcome::{Outcome, OutcomeKind};
+use codemode_core::tool::artifacts::{Artifact, Artifacts};
 use codemode_core::tool::{
     Approval, ApprovalAnswer, ApprovalQuestion, Approver, CallProgress, CallStatus, Caller, Catalog, Content,
     ProgressSink, Tool, ToolResult,
+};
+use rmcp::model::{
+    ListResourcesResult, ReadResourceRequestParams, ReadResourceResponse, ReadResourceResult, Resource,
+    ResourceContents,
 };
 
 pub use super::EXECUTE;
@@ -99,6 +109,8 @@ struct ClientSession {
     agent_id: std::sync::Mutex<Option<String>>,
     /// The folder it works in (its first `file://` root): tool calls' `workspace`.
     workspace: std::sync::Mutex<Option<String>>,
+    /// What its tools keep for it (`ctx.artifacts`), freed with it.
+    artifacts: Arc<Artifacts>,
 }
 
 impl Default for ClientSession {
@@ -111,6 +123,7 @@ impl Default for ClientSession {
             log_level: std::sync::Mutex::new(logs::Level::Info),
             agent_id: Default::default(),
             workspace: Default::default(),
+            artifacts: Default::default(),
         }
     }
 }
@@ -304,7 +317,9 @@ impl CodemodeServer {
             .cancel(ctx.ct.clone())
             .caller(self.caller(&ctx))
             .hooks(Arc::new(hooks) as Arc<dyn CallHooks>);
-        self.run_to_result(program, progress_sent).await
+        let mark = self.session.artifacts.mark();
+        let result = self.run_to_result(program, progress_sent).await;
+        with_artifacts(result, &self.session.artifacts, mark, ArtifactsAs::Links)
     }
 
     /// Runs `program` and writes its result for the agent.
@@ -394,9 +409,12 @@ impl CodemodeServer {
             .caller(self.caller(&ctx))
             .hooks(Arc::new(hooks) as Arc<dyn CallHooks>);
         let server = self.clone();
+        let artifacts = Arc::clone(&session.artifacts);
         tokio::spawn(async move {
             seat.take().await;
             let result = server.run_to_result(program, progress_sent).await;
+            // No session keeps them for a later `resources/read`: they travel embedded.
+            let result = with_artifacts(result, &artifacts, 0, ArtifactsAs::Embedded);
             // Its slot is free before its client has the result.
             drop(seat);
             side.finish(result);
@@ -419,6 +437,7 @@ impl CodemodeServer {
         let (hooks, progress_sent) =
             Hooks::new(asker, ctx.peer.clone(), ctx.meta.get_progress_token(), Arc::clone(&self.session));
         let name = SeparateName { name, naming: self.shared.config.tool_names };
+        let mark = self.session.artifacts.mark();
         let called = self
             .shared
             .executor
@@ -430,7 +449,12 @@ impl CodemodeServer {
             let _ = tokio::time::timeout(std::time::Duration::from_secs(5), sent).await;
         }
         match called {
-            Ok(called) => Ok(tool_result(called.result, self.shared.config.output_bytes)),
+            Ok(called) => Ok(with_artifacts(
+                tool_result(called.result, self.shared.config.output_bytes),
+                &self.session.artifacts,
+                mark,
+                ArtifactsAs::Links,
+            )),
             Err(CallError::NoSuchTool(why)) => Err(ErrorData::invalid_params(why, None)),
             Err(e) => Ok(CallToolResult::error(vec![ContentBlock::text(e.to_string())])),
         }
@@ -500,8 +524,12 @@ impl Resolve for SeparateName<'_> {
 impl ServerHandler for CodemodeServer {
     #[allow(deprecated)] // `logging` (see the imports)
     fn get_info(&self) -> InitializeInfo {
-        let capabilities =
-            ServerCapabilities::builder().enable_tools().enable_tool_list_changed().enable_logging().build();
+        let capabilities = ServerCapabilities::builder()
+            .enable_tools()
+            .enable_tool_list_changed()
+            .enable_logging()
+            .enable_resources()
+            .build();
         InitializeInfo::new(capabilities)
             .with_server_info(Implementation::new("codemode", env!("CARGO_PKG_VERSION")))
             .with_instructions(self.shared.instructions.clone())
@@ -618,6 +646,44 @@ impl ServerHandler for CodemodeServer {
                     tokio::time::sleep(codemode_plugin_runtimes::CHANGE_INTERVAL).await;
                 }
             }
+        }
+    }
+
+    /// The session's artifacts (what its tools kept with `ctx.artifacts`).
+    async fn list_resources(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _ctx: RequestContext<RoleServer>,
+    ) -> Result<ListResourcesResult, ErrorData> {
+        let resources = self
+            .session
+            .artifacts
+            .list()
+            .into_iter()
+            .map(|a| {
+                Resource::new(a.uri.clone(), a.path.clone())
+                    .with_mime_type(a.mime_type.clone())
+                    .with_size(a.bytes.len() as u64)
+            })
+            .collect();
+        Ok(ListResourcesResult::with_all_items(resources))
+    }
+
+    /// One of the session's artifacts, with its media type.
+    async fn read_resource(
+        &self,
+        request: ReadResourceRequestParams,
+        _ctx: RequestContext<RoleServer>,
+    ) -> Result<ReadResourceResponse, ErrorData> {
+        match self.session.artifacts.by_uri(&request.uri) {
+            Some(artifact) => Ok(ReadResourceResult::new(vec![resource_contents(&artifact)]).into()),
+            None => Err(ErrorData::resource_not_found(
+                format!(
+                    "this session has no resource {}: codemode serves the artifacts its tools kept in this session (artifact://...), while it lasts",
+                    request.uri
+                ),
+                None,
+            )),
         }
     }
 
@@ -1054,6 +1120,47 @@ impl CallHooks for Hooks {
     /// A plugin's model calls go to this client's model (MCP sampling).
     fn sampler(&self) -> Option<Arc<dyn codemode_core::tool::Sampler>> {
         Some(Arc::new(super::sampling::ClientSampler::new(self.asker.clone())))
+    }
+
+    fn artifacts(&self) -> Option<Arc<Artifacts>> {
+        Some(Arc::clone(&self.session.artifacts))
+    }
+}
+
+/// How artifacts travel with a result.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum ArtifactsAs {
+    /// `resource_link`s the client reads with `resources/read` in its session.
+    Links,
+    /// Embedded resources, their content in the result.
+    Embedded,
+}
+
+/// `result` with the artifacts written after `mark` added to its content.
+fn with_artifacts(mut result: CallToolResult, artifacts: &Artifacts, mark: u64, how: ArtifactsAs) -> CallToolResult {
+    for artifact in artifacts.written_since(mark) {
+        result.content.push(match how {
+            ArtifactsAs::Links => ContentBlock::resource_link(
+                Resource::new(artifact.uri.clone(), artifact.path.clone())
+                    .with_mime_type(artifact.mime_type.clone())
+                    .with_size(artifact.bytes.len() as u64),
+            ),
+            ArtifactsAs::Embedded => ContentBlock::resource(resource_contents(&artifact)),
+        });
+    }
+    result
+}
+
+/// An artifact's content as MCP resource contents: text when it was written as text,
+/// base64 otherwise.
+fn resource_contents(artifact: &Artifact) -> ResourceContents {
+    use base64::Engine as _;
+    if artifact.is_text {
+        ResourceContents::text(String::from_utf8_lossy(&artifact.bytes), artifact.uri.clone())
+            .with_mime_type(artifact.mime_type.clone())
+    } else {
+        ResourceContents::blob(base64::engine::general_purpose::STANDARD.encode(&artifact.bytes), artifact.uri.clone())
+            .with_mime_type(artifact.mime_type.clone())
     }
 }
 

@@ -62,6 +62,36 @@ pub struct Layout {
     pub declared_hosts: Vec<String>,
     /// What the layout holds that codemode does not load, each with why.
     pub skipped: Vec<String>,
+    /// The permissions the plugin's code derives (a seed-003 script's use of
+    /// `host.workspace`), shown when it loads and enforced by the host.
+    #[serde(default)]
+    pub permissions: Permissions,
+}
+
+/// The permissions a plugin's code derives; [`Permissions::names`] says them.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Permissions {
+    /// [`crate::sniff::WORKSPACE_READ`].
+    pub workspace_read: bool,
+    /// [`crate::sniff::WORKSPACE_WRITE`].
+    pub workspace_write: bool,
+}
+
+impl Permissions {
+    /// The permissions `names` (as [`crate::sniff::Sniffed::permissions`] lists them) hold.
+    pub fn of(names: &[String]) -> Self {
+        let has = |name: &str| names.iter().any(|n| n == name);
+        Self { workspace_read: has(crate::sniff::WORKSPACE_READ), workspace_write: has(crate::sniff::WORKSPACE_WRITE) }
+    }
+
+    /// Their names, in order.
+    pub fn names(&self) -> Vec<String> {
+        [(self.workspace_read, crate::sniff::WORKSPACE_READ), (self.workspace_write, crate::sniff::WORKSPACE_WRITE)]
+            .into_iter()
+            .filter(|(held, _)| *held)
+            .map(|(_, name)| name.to_string())
+            .collect()
+    }
 }
 
 /// Why a plugin's format could not be told.
@@ -229,8 +259,10 @@ fn single_file(path: &Path, forced: Option<Format>) -> Result<Layout, FormatErro
             })
         }
     };
-    let declared_hosts =
-        if format == Format::Globals { sniffed.and_then(|s| s.egress).unwrap_or_default() } else { Vec::new() };
+    let (declared_hosts, permissions) = match sniffed {
+        Some(s) if format == Format::Globals => (s.egress.unwrap_or_default(), Permissions::of(&s.permissions)),
+        _ => (Vec::new(), Permissions::default()),
+    };
     Ok(Layout {
         format,
         root,
@@ -239,6 +271,7 @@ fn single_file(path: &Path, forced: Option<Format>) -> Result<Layout, FormatErro
         manifest: None,
         declared_hosts,
         skipped: Vec::new(),
+        permissions,
     })
 }
 
@@ -262,6 +295,7 @@ fn manifest_layout(path: &Path, listing: &Listing) -> Result<Option<Layout>, For
         manifest: Some(manifest),
         declared_hosts,
         skipped: Vec::new(),
+        permissions: Permissions::default(),
     }))
 }
 
@@ -282,6 +316,7 @@ fn plico_layout(path: &Path, listing: &Listing) -> Option<Layout> {
         manifest: None,
         declared_hosts: Vec::new(),
         skipped: Vec::new(),
+        permissions: Permissions::default(),
     })
 }
 
@@ -319,6 +354,7 @@ fn zhin_layout(path: &Path, listing: &Listing) -> Option<Layout> {
         manifest: None,
         declared_hosts: Vec::new(),
         skipped,
+        permissions: Permissions::default(),
     })
 }
 
@@ -366,8 +402,11 @@ fn top_level_layout(
         0 => Ok(None),
         1 => {
             let (file, sniffed) = fitting.remove(0);
-            let declared_hosts =
-                if format == Format::Globals { sniffed.egress.unwrap_or_default() } else { Vec::new() };
+            let (declared_hosts, permissions) = if format == Format::Globals {
+                (sniffed.egress.unwrap_or_default(), Permissions::of(&sniffed.permissions))
+            } else {
+                (Vec::new(), Permissions::default())
+            };
             Ok(Some(Layout {
                 format,
                 root: path.into(),
@@ -376,6 +415,7 @@ fn top_level_layout(
                 manifest: None,
                 declared_hosts,
                 skipped: Vec::new(),
+                permissions,
             }))
         }
         _ => Err(FormatError::Ambiguous {

@@ -1,7 +1,8 @@
 //! A look at one module's top-level statements, without running it: does it
 //! default-export something (a Podcode module), does it assign `globalThis.tools.<name>`
 //! (a seed-003 script), and what network allowlist does its `globalThis.manifest`
-//! declare.
+//! declare, and which of the host's services its code reaches (the permissions a
+//! seed-003 script derives: `host.workspace.write` derives `host:workspace:write`).
 //!
 //! The allowlist is read here, from the text, because the host enforces it: a list the
 //! plugin's running code reported could be anything its code (or a compromised engine)
@@ -14,6 +15,13 @@ use swc_ecma_ast::{
     PropName, PropOrSpread, SimpleAssignTarget, Stmt,
 };
 use swc_ecma_parser::{parse_file_as_module, EsSyntax, Syntax, TsSyntax};
+use swc_ecma_visit::{Visit, VisitWith};
+
+/// The permission a script derives by reading `host.workspace.read` or `.list`.
+pub const WORKSPACE_READ: &str = "host:workspace:read";
+/// The permission a script derives by calling `host.workspace.write`, or by reaching
+/// `host.workspace` in any way that is not a plain read or list.
+pub const WORKSPACE_WRITE: &str = "host:workspace:write";
 
 /// What a module's top level shows.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -27,6 +35,9 @@ pub struct Sniffed {
     /// It imports `zhin.js` (whose `definePlugin` a zhin.js Path Two plugin
     /// default-exports), so a default export is a zhin.js plugin, not a Podcode one.
     pub imports_zhin: bool,
+    /// The permissions its code derives ([`WORKSPACE_READ`], [`WORKSPACE_WRITE`]), in
+    /// that order, anywhere in the module.
+    pub permissions: Vec<String>,
 }
 
 /// A module that could not be read, with the position to look at.
@@ -66,6 +77,9 @@ pub fn sniff(text: &str, typescript: bool) -> Result<Sniffed, SniffError> {
         SniffError { message: e.kind().msg().to_string(), line, column }
     })?;
     let mut found = Sniffed::default();
+    let mut uses = WorkspaceUses::default();
+    module.visit_with(&mut uses);
+    found.permissions = uses.permissions();
     for item in &module.body {
         match item {
             ModuleItem::ModuleDecl(ModuleDecl::ExportDefaultExpr(_) | ModuleDecl::ExportDefaultDecl(_)) => {
@@ -143,6 +157,66 @@ fn prop_name(prop: &MemberProp) -> Option<String> {
     }
 }
 
+/// How a module's code reaches seed 003's `host.workspace`.
+#[derive(Default)]
+struct WorkspaceUses {
+    /// Every `host.workspace` (or `globalThis.host.workspace`) in the module.
+    all: usize,
+    /// Those read as `host.workspace.read` or `host.workspace.list`.
+    reads: usize,
+}
+
+impl WorkspaceUses {
+    /// Reading and listing derive the read permission; anything else (a write, or
+    /// `host.workspace` passed around, where any method may be called) the write one.
+    fn permissions(&self) -> Vec<String> {
+        let mut derived = Vec::new();
+        if self.all > 0 {
+            derived.push(WORKSPACE_READ.to_string());
+        }
+        if self.all > self.reads {
+            derived.push(WORKSPACE_WRITE.to_string());
+        }
+        derived
+    }
+}
+
+impl Visit for WorkspaceUses {
+    fn visit_member_expr(&mut self, member: &MemberExpr) {
+        if is_host_workspace(member) {
+            self.all += 1;
+        } else if let Some(inner) = host_workspace_within(&member.obj) {
+            if is_host_workspace(inner) && matches!(prop_name(&member.prop).as_deref(), Some("read" | "list")) {
+                self.reads += 1;
+            }
+        }
+        member.visit_children_with(self);
+    }
+}
+
+/// `host.workspace` or `globalThis.host.workspace`.
+fn is_host_workspace(member: &MemberExpr) -> bool {
+    if prop_name(&member.prop).as_deref() != Some("workspace") {
+        return false;
+    }
+    match member.obj.as_ref() {
+        Expr::Ident(object) => object.sym == *"host",
+        Expr::Member(inner) => is_global_member(inner, "host"),
+        _ => false,
+    }
+}
+
+/// The member expression under `(x)`, `x!` and `x as T`.
+fn host_workspace_within(expr: &Expr) -> Option<&MemberExpr> {
+    match expr {
+        Expr::Member(member) => Some(member),
+        Expr::Paren(p) => host_workspace_within(&p.expr),
+        Expr::TsNonNull(n) => host_workspace_within(&n.expr),
+        Expr::TsAs(a) => host_workspace_within(&a.expr),
+        _ => None,
+    }
+}
+
 /// The `egress` list of `globalThis.manifest = { egress: [...] }`.
 fn egress(manifest: &Expr) -> Result<Vec<String>, String> {
     const WRITTEN: &str = "globalThis.manifest must be an object written in the file, with `egress` a list of host names in quotes (\"api.example.com\"): codemode reads the allowlist before the plugin runs";
@@ -213,6 +287,33 @@ mod tests {
         assert!(e.message.contains("a list of host names in quotes"), "{e}");
         let e = sniff("globalThis.manifest = makeManifest();", false).unwrap_err();
         assert!(e.message.starts_with("globalThis.manifest must be an object written in the file"), "{e}");
+    }
+
+    #[test]
+    fn a_script_derives_the_workspace_permissions_its_code_reaches() {
+        // Seed 003's own `save_note`, unchanged.
+        let save_note = r#"globalThis.tools.save_note = {
+  description: "Save a short note into the agent's workspace under notes/.",
+  parameters: {
+    type: "object",
+    properties: { title: { type: "string" }, text: { type: "string" } },
+    required: ["title", "text"],
+  },
+  handler: async (input: { title: string; text: string }) => {
+    const path = `notes/${input.title.replace(/[^a-z0-9-]+/gi, "-").toLowerCase()}.md`;
+    await host.workspace!.write({ path, content: input.text });
+    return { saved: path };
+  },
+};"#;
+        assert_eq!(sniff(save_note, true).unwrap().permissions, [WORKSPACE_READ, WORKSPACE_WRITE]);
+        let reads = "tools.a = { handler: async () => [await host.workspace.read({ path: 'a' }), await host.workspace?.list({})] };";
+        assert_eq!(sniff(reads, false).unwrap().permissions, [WORKSPACE_READ]);
+        // Reached in a way whose method cannot be told: it may write.
+        let passed = "const ws = globalThis.host.workspace; tools.a = { handler: () => ws.read({ path: 'a' }) };";
+        assert_eq!(sniff(passed, false).unwrap().permissions, [WORKSPACE_READ, WORKSPACE_WRITE]);
+        let computed = "tools.a = { handler: () => host.workspace['wr' + 'ite']({ path: 'a', content: '' }) };";
+        assert_eq!(sniff(computed, false).unwrap().permissions, [WORKSPACE_READ, WORKSPACE_WRITE]);
+        assert!(sniff("tools.a = { handler: () => host.fetch({ url: 'x' }) };", false).unwrap().permissions.is_empty());
     }
 
     #[test]

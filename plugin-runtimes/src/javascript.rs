@@ -221,6 +221,7 @@ impl JavascriptPlugin {
             cwd: None,
             call_timeout: self.call_timeout,
             net: Some(Arc::new(NetAccess::new(&self.name, &hosts, source, self.call_timeout))),
+            permissions: self.layout.permissions.names(),
         }
     }
 }

@@ -26,6 +26,7 @@ pub mod process;
 pub mod runtime;
 pub mod settings;
 pub mod tls;
+pub mod workspace;
 
 use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;

@@ -42,6 +42,12 @@ use super::settings::{host_environment, resolve_env, resolve_settings, SettingEr
 use codemode_core::tool::{
     ApprovalQuestion, Approver, CallStatus, ProgressSink, SampleRequest, Sampler, ToolDefinition, ToolResult,
 };
+use super::workspace::{Workspace, WorkspaceError};
+use codemode_core::tool::artifacts::Artifacts;
+use plugin_format::sniff::{WORKSPACE_READ, WORKSPACE_WRITE};
+use protocol::plugin::{
+    ArtifactInfo, ArtifactParams, ArtifactResult, FileOp, WorkspaceEntry, WorkspaceParams, WorkspaceResult,
+};
 
 /// The longest line a plugin may write (one JSON-RPC message).
 const MAX_LINE_BYTES: usize = 16 * 1024 * 1024;
@@ -75,6 +81,10 @@ pub struct ProcessConfig {
     pub call_timeout: Duration,
     /// What the plugin may fetch through the host (`host/fetch`); `None`: nothing.
     pub net: Option<Arc<NetAccess>>,
+    /// The permissions its code derives (`host:workspace:read`, `host:workspace:write`),
+    /// which `host/workspace` requires and the load report shows; none for a process
+    /// plugin, which reaches files itself.
+    pub permissions: Vec<String>,
 }
 
 type Pending = Arc<StdMutex<HashMap<u64, oneshot::Sender<Result<Value, PluginError>>>>>;
@@ -83,7 +93,8 @@ type RunningCalls = Arc<StdMutex<HashMap<u64, CallServices>>>;
 
 /// What serves the plugin's own requests for one running `tool/call`: who approves what
 /// it asks a person (`host/approve`), who answers its model calls (`host/sample`), and
-/// who hears how it is going (`host/progress`); `None` where the front end has nobody.
+/// who hears how it is going (`host/progress`), and what its file requests reach
+/// (`host/workspace`, `host/artifacts`); `None` where the front end has nobody.
 #[derive(Clone, Default)]
 pub struct CallServices {
     /// The tool the call runs (named in questions and errors).
@@ -94,6 +105,10 @@ pub struct CallServices {
     pub sampler: Option<Arc<dyn Sampler>>,
     /// `host/progress`.
     pub reporter: Option<Arc<dyn ProgressSink>>,
+    /// The call's workspace (its caller's), for `host/workspace`.
+    pub workspace: Option<String>,
+    /// The session's artifacts, for `host/artifacts`.
+    pub artifacts: Option<Arc<Artifacts>>,
 }
 
 impl CallServices {
@@ -104,9 +119,12 @@ impl CallServices {
             approver: context.approver.clone(),
             sampler: context.sampler.clone(),
             reporter: context.progress.clone(),
+            workspace: context.caller.workspace.clone(),
+            artifacts: context.artifacts.clone(),
         }
     }
 }
+
 type Stdin = Arc<Mutex<tokio::process::ChildStdin>>;
 
 /// One running process and its reader.
@@ -158,9 +176,12 @@ impl ProcessPlugin {
         })
     }
 
-    /// What the plugin said, when it last started, that it cannot honour.
+    /// What the plugin said, when it last started, that it cannot honour, and the
+    /// permissions it holds (shown to whoever enables it, in the load report).
     pub fn notes(&self) -> Vec<String> {
-        self.notes.lock().map(|n| n.clone()).unwrap_or_default()
+        let mut notes = self.notes.lock().map(|n| n.clone()).unwrap_or_default();
+        notes.extend(self.config.permissions.iter().map(|p| permission_note(p)));
+        notes
     }
 
     /// What the plugin last wrote on standard error.
@@ -364,6 +385,7 @@ impl ProcessPlugin {
             PluginRequests {
                 stdin: Arc::clone(&connection.stdin),
                 calls: Arc::clone(&connection.calls),
+                permissions: self.config.permissions.clone(),
                 net: self.config.net.clone(),
                 running: Arc::default(),
                 dead: connection.dead.clone(),
@@ -583,6 +605,8 @@ struct PluginRequests {
     stdin: Stdin,
     /// What serves the running calls' `host/approve`, `host/sample` and `host/progress`.
     calls: RunningCalls,
+    /// The permissions the plugin holds (`host:workspace:*`).
+    permissions: Vec<String>,
     net: Option<Arc<NetAccess>>,
     /// Requests being served, by id, so `host/cancel` can stop them.
     running: Arc<StdMutex<HashMap<RequestId, CancellationToken>>>,
@@ -687,6 +711,21 @@ impl PluginRequests {
                     let _ = write_line(&stdin, &dead, &Outgoing::Answer(id, answer)).await;
                 });
             }
+            PluginRequest::Workspace(params) => {
+                let services = self.running_call(&params.call);
+                let (plugin, permissions) = (plugin.to_string(), self.permissions.clone());
+                self.reply_blocking(id, move || {
+                    let answer = serve_workspace(&plugin, &permissions, services, &params);
+                    answer.map(|r| serde_json::to_value(r).unwrap_or(Value::Null)).map_err(RpcError::new)
+                });
+            }
+            PluginRequest::Artifacts(params) => {
+                let services = self.running_call(&params.call);
+                self.reply_blocking(id, move || {
+                    let answer = serve_artifacts(services, params);
+                    answer.map(|r| serde_json::to_value(r).unwrap_or(Value::Null)).map_err(RpcError::new)
+                });
+            }
         }
     }
 
@@ -731,12 +770,120 @@ impl PluginRequests {
         }
     }
 
+    /// Answers with what `work` gives, done on the blocking pool (file work).
+    fn reply_blocking(&self, id: RequestId, work: impl FnOnce() -> Result<Value, RpcError> + Send + 'static) {
+        let (stdin, dead) = (Arc::clone(&self.stdin), self.dead.clone());
+        tokio::spawn(async move {
+            let answer = tokio::task::spawn_blocking(work)
+                .await
+                .unwrap_or_else(|e| Err(RpcError::new(format!("the host failed while serving it: {e}"))));
+            let _ = write_line(&stdin, &dead, &Outgoing::Answer(id, answer)).await;
+        });
+    }
+
     fn reply(&self, id: RequestId, answer: Result<Value, RpcError>) {
         let (stdin, dead) = (Arc::clone(&self.stdin), self.dead.clone());
         tokio::spawn(async move {
             let _ = write_line(&stdin, &dead, &Outgoing::Answer(id, answer)).await;
         });
     }
+}
+
+/// The load report's line for a permission the plugin holds.
+fn permission_note(permission: &str) -> String {
+    match permission {
+        WORKSPACE_WRITE => format!("permission {permission}: can write the agent's files (host.workspace.write, beneath the session's workspace)"),
+        WORKSPACE_READ => format!("permission {permission}: can read the agent's files (host.workspace.read and list, beneath the session's workspace)"),
+        other => format!("permission {other}"),
+    }
+}
+
+/// `host/workspace`: the file work of one request, beneath the call's workspace, when
+/// the plugin holds the permission (`call`: `None` when the call is not running).
+fn serve_workspace(
+    plugin: &str,
+    permissions: &[String],
+    call: Option<CallServices>,
+    params: &WorkspaceParams,
+) -> Result<WorkspaceResult, String> {
+    let (op, needs) = match params.op {
+        FileOp::Read => ("read", WORKSPACE_READ),
+        FileOp::Write => ("write", WORKSPACE_WRITE),
+        FileOp::List => ("list", WORKSPACE_READ),
+    };
+    let member = format!("host.workspace.{op}");
+    let Some(call) = call else {
+        return Err(format!("{member}: tool/call {} is not running, so it has no workspace", params.call));
+    };
+    if !permissions.iter().any(|p| p == needs) {
+        return Err(format!("{member}: plugin {plugin} does not hold the permission {needs}: codemode derives it from the plugin's own code (a call of {member} written in it) and shows it when the plugin is enabled"));
+    }
+    let root = call.workspace.ok_or_else(|| format!("{member}: {}", WorkspaceError::NoWorkspace))?;
+    let failed = |e: WorkspaceError| format!("{member}: {e}");
+    let workspace = Workspace::open(std::path::Path::new(&root)).map_err(failed)?;
+    Ok(match params.op {
+        FileOp::Read => {
+            WorkspaceResult { content: Some(workspace.read(&params.path).map_err(failed)?), ..Default::default() }
+        }
+        FileOp::Write => {
+            let content = params.content.as_deref().unwrap_or_default();
+            let written = workspace.write(&params.path, content.as_bytes()).map_err(failed)?;
+            WorkspaceResult { bytes: Some(written as u64), ..Default::default() }
+        }
+        FileOp::List => {
+            let entries = workspace.list(&params.path).map_err(failed)?;
+            let entries = entries.into_iter().map(|e| WorkspaceEntry { name: e.name, kind: e.kind.into() }).collect();
+            WorkspaceResult { entries: Some(entries), ..Default::default() }
+        }
+    })
+}
+
+/// `host/artifacts`: the session's artifacts, for a running call.
+fn serve_artifacts(call: Option<CallServices>, params: ArtifactParams) -> Result<ArtifactResult, String> {
+    use base64::Engine as _;
+    let base64 = base64::engine::general_purpose::STANDARD;
+    let member = match params.op {
+        FileOp::Read => "ctx.artifacts.read",
+        FileOp::Write => "ctx.artifacts.write",
+        FileOp::List => "ctx.artifacts.list",
+    };
+    let Some(call) = call else {
+        return Err(format!("{member}: tool/call {} is not running, so it has no session", params.call));
+    };
+    let Some(store) = call.artifacts else {
+        return Err(format!("{member}: this front end keeps no artifacts: they are kept for an MCP session (codemode mcp or codemode serve), whose agent receives them as resources"));
+    };
+    let info = |a: &codemode_core::tool::artifacts::Artifact| ArtifactInfo {
+        path: a.path.clone(),
+        uri: a.uri.clone(),
+        mime_type: a.mime_type.clone(),
+        size: a.bytes.len() as u64,
+    };
+    let path = || params.path.clone().ok_or_else(|| format!("{member}: a path is required"));
+    Ok(match params.op {
+        FileOp::Write => {
+            let path = path()?;
+            let (bytes, is_text) = match (&params.text, &params.base64) {
+                (Some(text), _) => (text.clone().into_bytes(), true),
+                (None, Some(encoded)) => {
+                    (base64.decode(encoded).map_err(|e| format!("{member}: the content is not base64: {e}"))?, false)
+                }
+                (None, None) => return Err(format!("{member}: content is required, a string or a Uint8Array")),
+            };
+            let written =
+                store.write(&path, bytes, is_text, params.mime_type.clone()).map_err(|e| format!("{member}: {e}"))?;
+            ArtifactResult { artifact: Some(info(&written)), ..Default::default() }
+        }
+        FileOp::Read => {
+            let read = store.read(&path()?).map_err(|e| format!("{member}: {e}"))?;
+            let text = read.is_text.then(|| String::from_utf8_lossy(&read.bytes).into_owned());
+            let encoded = (!read.is_text).then(|| base64.encode(&read.bytes));
+            ArtifactResult { artifact: Some(info(&read)), text, base64: encoded, ..Default::default() }
+        }
+        FileOp::List => {
+            ArtifactResult { artifacts: Some(store.list().iter().map(info).collect()), ..Default::default() }
+        }
+    })
 }
 
 /// Writes one message line to the plugin. A plugin that stops reading (the write fails,

@@ -6,7 +6,8 @@
 //! ```text
 //! host   → plugin  requests       initialize, tools/list, tool/call
 //! host   → plugin  notification   tool/cancel { id }
-//! plugin → host    requests       host/fetch, host/approve, host/sample
+//! plugin → host    requests       host/fetch, host/approve, host/sample, host/workspace,
+//!                                 host/artifacts (a call's files and artifacts)
 //! plugin → host    notifications  host/tools.changed, host/stopping, host/cancel { id },
 //!                                 host/progress { call, message, details? }
 //! ```
@@ -47,6 +48,10 @@ pub mod method {
     pub const PROGRESS: &str = "host/progress";
     /// Plugin → host: ask the model of the client the call came from (MCP sampling).
     pub const SAMPLE: &str = "host/sample";
+    /// Plugin → host: read, write or list a file in the call's workspace.
+    pub const WORKSPACE: &str = "host/workspace";
+    /// Plugin → host: write, read or list the session's artifacts.
+    pub const ARTIFACTS: &str = "host/artifacts";
 }
 
 /// A JSON-RPC id: the host uses numbers, plugins usually strings.
@@ -322,6 +327,114 @@ pub struct SampleResult {
     pub stop_reason: Option<String>,
 }
 
+/// What a `host/workspace` or `host/artifacts` request does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum FileOp {
+    /// Read one file (or artifact).
+    Read,
+    /// Write one file (or artifact), replacing what was there.
+    Write,
+    /// List a folder (or every artifact).
+    List,
+}
+
+/// `host/workspace`'s parameters: a file in the workspace of the call (the host does
+/// the file work, beneath the workspace's root, after its checks).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct WorkspaceParams {
+    /// The tool call this belongs to (its `tool/call` request id).
+    pub call: RequestId,
+    /// What to do.
+    pub op: FileOp,
+    /// The path, relative to the workspace's root (`""` for the root, in `list`).
+    #[serde(default)]
+    pub path: String,
+    /// The text to write (`write`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub content: Option<String>,
+}
+
+/// One name in a `host/workspace` listing.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WorkspaceEntry {
+    /// The name within the folder.
+    pub name: String,
+    /// `file`, `dir`, `symlink` or `other`.
+    pub kind: String,
+}
+
+/// `host/workspace`'s result: `content` for `read`, `bytes` for `write`, `entries` for
+/// `list`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct WorkspaceResult {
+    /// The file's text.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub content: Option<String>,
+    /// How many bytes were written.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bytes: Option<u64>,
+    /// The folder's names, sorted.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub entries: Option<Vec<WorkspaceEntry>>,
+}
+
+/// `host/artifacts`' parameters: something a tool keeps for the session (plico's
+/// `ctx.artifacts`), which the agent receives as an MCP resource.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ArtifactParams {
+    /// The tool call this belongs to (its `tool/call` request id).
+    pub call: RequestId,
+    /// What to do.
+    pub op: FileOp,
+    /// The artifact's path (`read`, `write`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub path: Option<String>,
+    /// Its content as text (`write`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub text: Option<String>,
+    /// Its content as base64 bytes (`write`, when it is not text).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub base64: Option<String>,
+    /// Its media type (`write`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mime_type: Option<String>,
+}
+
+/// One artifact, as `host/artifacts` describes it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ArtifactInfo {
+    /// Its path.
+    pub path: String,
+    /// The MCP resource the agent reads it as.
+    pub uri: String,
+    /// Its media type.
+    pub mime_type: String,
+    /// Its size.
+    pub size: u64,
+}
+
+/// `host/artifacts`' result: `artifact` for `write`, `artifact` and the content for
+/// `read`, `artifacts` for `list`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ArtifactResult {
+    /// The artifact written or read.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub artifact: Option<ArtifactInfo>,
+    /// Its content, when it was written as text.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub text: Option<String>,
+    /// Its content as base64, when it was written as bytes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub base64: Option<String>,
+    /// Every artifact of the session.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub artifacts: Option<Vec<ArtifactInfo>>,
+}
+
 /// A request the host sends a plugin.
 #[derive(Debug, Clone, PartialEq)]
 pub enum HostRequest {
@@ -361,6 +474,10 @@ pub enum PluginRequest {
     Approve(ApproveParams),
     /// `host/sample`.
     Sample(SampleParams),
+    /// `host/workspace`.
+    Workspace(WorkspaceParams),
+    /// `host/artifacts`.
+    Artifacts(ArtifactParams),
 }
 
 impl PluginRequest {
@@ -370,6 +487,8 @@ impl PluginRequest {
             PluginRequest::Fetch(_) => method::FETCH,
             PluginRequest::Approve(_) => method::APPROVE,
             PluginRequest::Sample(_) => method::SAMPLE,
+            PluginRequest::Workspace(_) => method::WORKSPACE,
+            PluginRequest::Artifacts(_) => method::ARTIFACTS,
         }
     }
 
@@ -378,6 +497,8 @@ impl PluginRequest {
             PluginRequest::Fetch(p) => serde_json::to_value(p).unwrap_or(Value::Null),
             PluginRequest::Approve(p) => serde_json::to_value(p).unwrap_or(Value::Null),
             PluginRequest::Sample(p) => serde_json::to_value(p).unwrap_or(Value::Null),
+            PluginRequest::Workspace(p) => serde_json::to_value(p).unwrap_or(Value::Null),
+            PluginRequest::Artifacts(p) => serde_json::to_value(p).unwrap_or(Value::Null),
         }
     }
 }
@@ -499,6 +620,8 @@ impl PluginMessage {
                     method::FETCH => params(&method, raw.params).map(PluginRequest::Fetch),
                     method::APPROVE => params(&method, raw.params).map(PluginRequest::Approve),
                     method::SAMPLE => params(&method, raw.params).map(PluginRequest::Sample),
+                    method::WORKSPACE => params(&method, raw.params).map(PluginRequest::Workspace),
+                    method::ARTIFACTS => params(&method, raw.params).map(PluginRequest::Artifacts),
                     _ => return Ok(PluginMessage::UnknownRequest(id, method)),
                 };
                 request.map(|r| PluginMessage::Request(id.clone(), r)).map_err(|why| (Some(id), why))
@@ -634,7 +757,21 @@ mod tests {
             model_hints: vec!["gpt-5.5".into()],
             api: Some("host.llm".into()),
         });
-        for request in [fetch, approve, sample] {
+                let workspace = PluginRequest::Workspace(WorkspaceParams {
+            call: RequestId::Number(9),
+            op: FileOp::Write,
+            path: "notes/a.md".into(),
+            content: Some("hi".into()),
+        });
+        let artifacts = PluginRequest::Artifacts(ArtifactParams {
+            call: RequestId::Number(9),
+            op: FileOp::Write,
+            path: Some("report.csv".into()),
+            text: Some("a,b".into()),
+            base64: None,
+            mime_type: Some("text/csv".into()),
+        });
+        for request in [fetch, approve, sample, workspace, artifacts] {
             let line = Outgoing::PluginRequest(RequestId::Text("r".into()), request.clone()).to_line();
             assert_eq!(PluginMessage::parse(&line), Ok(PluginMessage::Request(RequestId::Text("r".into()), request)));
         }
@@ -687,6 +824,24 @@ mod tests {
         assert_eq!(wire, json!({ "callId": "7:2", "hostContext": { "userId": "u-1" }, "progressShown": true }));
         assert_eq!(serde_json::from_value::<CallContext>(wire).unwrap(), context);
         assert_eq!(serde_json::to_value(CallContext::default()).unwrap(), json!({}));
+    }
+
+    #[test]
+    fn file_requests_have_their_documented_shape() {
+        let line = Outgoing::PluginRequest(
+            RequestId::Text("host/workspace-1".into()),
+            PluginRequest::Workspace(WorkspaceParams {
+                call: RequestId::Number(3),
+                op: FileOp::List,
+                path: String::new(),
+                content: None,
+            }),
+        )
+        .to_line();
+        assert_eq!(
+            line,
+            r#"{"jsonrpc":"2.0","id":"host/workspace-1","method":"host/workspace","params":{"call":3,"op":"list","path":""}}"#
+        );
     }
 
     #[test]

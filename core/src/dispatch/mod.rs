@@ -61,6 +61,10 @@ pub trait CallHooks: Approver + ProgressSink {
     fn sampler(&self) -> Option<Arc<dyn Sampler>> {
         None
     }
+    /// What tools keep for the session (`host/artifacts`); none by default.
+    fn artifacts(&self) -> Option<Arc<crate::tool::artifacts::Artifacts>> {
+        None
+    }
 }
 
 /// Why a tool call did not run, or failed. The message is what the caller reads.
@@ -314,6 +318,7 @@ async fn run(
         approver: hooks.cloned().map(|h| h as Arc<dyn Approver>),
         progress: hooks.cloned().map(|h| h as Arc<dyn ProgressSink>),
         sampler: hooks.and_then(|h| h.sampler()),
+        artifacts: hooks.and_then(|h| h.artifacts()),
     };
     let result = tool.run_validated(input, context).await.map_err(|why| failed(CallError::Failed(why)))?;
     finished(!result.is_error);

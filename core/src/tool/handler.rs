@@ -33,6 +33,9 @@ pub struct CallContext {
     /// Who asks a model for the call (a plugin's `host/sample`): the MCP client's
     /// sampling; `None` when the front end has no model (`codemode run`).
     pub sampler: Option<Arc<dyn Sampler>>,
+    /// What tools keep for the session (a plugin's `host/artifacts`); `None` when the
+    /// front end keeps none.
+    pub artifacts: Option<Arc<super::artifacts::Artifacts>>,
 }
 
 /// What a tool asks a person during a call: to allow something (a plugin's

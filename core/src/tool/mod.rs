@@ -9,6 +9,7 @@
 //! - [`answer`]: what a program's call resolves or rejects with, given the result;
 //! - [`form`]: a form a tool's server asks a person to fill in during a call;
 //! - [`catalog`]: every plugin's tools, and the plugins that are unavailable;
+//! - [`artifacts`]: what tools keep for the session (plico's `ctx.artifacts`);
 //! - [`shown`]: what a person is shown of a call they are asked to approve;
 //! - [`search`]: the catalog as the `search` crate's documents, for `tools.$search`'s
 //!   rankers (by words, BM25, and by meaning, a sentence encoder, fused); that crate's
@@ -21,6 +22,7 @@
 //! schemas.
 
 pub mod answer;
+pub mod artifacts;
 pub mod catalog;
 pub mod form;
 pub mod handler;

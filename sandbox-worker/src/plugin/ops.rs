@@ -13,7 +13,8 @@
 //!   `CallToolResult` here, so a malformed one fails the call with the reason);
 //! - `op_plugin_fetch`, `op_plugin_approve`, `op_plugin_sample` and
 //!   `op_plugin_cancel_request` are the plugin's own requests (`host/fetch`,
-//!   `host/approve`, `host/sample`, `host/cancel`);
+//!   `host/approve`, `host/sample`, `host/cancel`); `op_plugin_host_service` sends a
+//!   call's `host/workspace` and `host/artifacts`;
 //!   `op_plugin_tools_changed` announces a changed tool list; `op_plugin_progress`
 //!   says how a running call is going (`host/progress`);
 //! - `op_plugin_log` writes console output to standard error, which the host logs;
@@ -109,6 +110,8 @@ pub enum Delivery {
     Refused { request: u32, message: String },
     /// The host's answer to `host/sample` number `request`: the model's answer.
     Sampled { request: u32, answer: SampleResult },
+    /// The host's answer to `host/workspace` or `host/artifacts` number `request`.
+    Served { request: u32, result: Value },
 }
 
 /// A `host/fetch` answer as `Response` reads it: the body as text when it is UTF-8,
@@ -158,6 +161,8 @@ enum OwnRequest {
     Fetch,
     Approve,
     Sample,
+    Workspace,
+    Artifacts,
 }
 
 /// The host's stream on standard input, read a line at a time, with a time limit when
@@ -376,6 +381,7 @@ impl PluginLink {
                             message: format!("the host's answer to host/approve is malformed: {e}"),
                         },
                     },
+                    (OwnRequest::Workspace | OwnRequest::Artifacts, Ok(result)) => Delivery::Served { request, result },
                 })
             }
             HostMessage::Other(_) => None,
@@ -625,6 +631,40 @@ pub fn op_plugin_sample(
     Ok(link.ask(OwnRequest::Sample, PluginRequest::Sample(params)))
 }
 
+/// Sends `host/workspace` or `host/artifacts` (`method`) for the call with `ticket`,
+/// with `params_json` (the request's parameters but `call`); the answer arrives as
+/// [`Delivery::Served`] or [`Delivery::Refused`] with the returned number.
+#[op2(fast)]
+#[smi]
+pub fn op_plugin_host_service(
+    state: &mut OpState,
+    #[smi] ticket: u32,
+    #[string] method: &str,
+    #[string] params_json: &str,
+) -> Result<u32, JsErrorBox> {
+    let link = link(state)?;
+    let call = link.in_flight.borrow().get(&ticket).map(|request| request.id.clone());
+    let Some(call) = call else {
+        return Err(JsErrorBox::generic(format!("{method} was asked for a call that already ended")));
+    };
+    let mut params: Map<String, Value> = serde_json::from_str(params_json)
+        .map_err(|e| JsErrorBox::type_error(format!("the {method} parameters are not a JSON object: {e}")))?;
+    params.insert("call".into(), serde_json::to_value(&call).unwrap_or(Value::Null));
+    let invalid = |e: serde_json::Error| JsErrorBox::type_error(format!("{method}: {e}"));
+    let (kind, request) = match method {
+        protocol::plugin::method::WORKSPACE => (
+            OwnRequest::Workspace,
+            PluginRequest::Workspace(serde_json::from_value(Value::Object(params)).map_err(invalid)?),
+        ),
+        protocol::plugin::method::ARTIFACTS => (
+            OwnRequest::Artifacts,
+            PluginRequest::Artifacts(serde_json::from_value(Value::Object(params)).map_err(invalid)?),
+        ),
+        other => return Err(JsErrorBox::type_error(format!("the host offers no service {other}"))),
+    };
+    Ok(link.ask(kind, request))
+}
+
 /// Gives up one of the plugin's own requests (`host/cancel`).
 #[op2(fast)]
 pub fn op_plugin_cancel_request(state: &mut OpState, #[smi] request: u32) -> Result<(), JsErrorBox> {
@@ -634,6 +674,8 @@ pub fn op_plugin_cancel_request(state: &mut OpState, #[smi] request: u32) -> Res
         OwnRequest::Fetch => protocol::plugin::method::FETCH,
         OwnRequest::Approve => protocol::plugin::method::APPROVE,
         OwnRequest::Sample => protocol::plugin::method::SAMPLE,
+        OwnRequest::Workspace => protocol::plugin::method::WORKSPACE,
+        OwnRequest::Artifacts => protocol::plugin::method::ARTIFACTS,
     };
     link.write(&Outgoing::PluginNotification(PluginNotification::Cancel(own_id(method, request))));
     Ok(())
@@ -817,6 +859,7 @@ deno_core::extension!(
         op_plugin_fetch,
         op_plugin_approve,
         op_plugin_sample,
+        op_plugin_host_service,
         op_plugin_cancel_request,
         op_plugin_tools_changed,
         op_plugin_progress,

@@ -37,6 +37,7 @@ const {
   op_plugin_fetch: opFetch,
   op_plugin_approve: opApprove,
   op_plugin_sample: opSample,
+  op_plugin_host_service: opHostService,
   op_plugin_cancel_request: opCancelRequest,
   op_plugin_tools_changed: opToolsChanged,
   op_plugin_progress: opProgress,
@@ -77,11 +78,13 @@ const {
   SafeRegExp,
   String: StringCtor,
   StringPrototypeIncludes,
+  StringPrototypeIndexOf,
   StringPrototypeLastIndexOf,
   StringPrototypePadStart,
   StringPrototypeSlice,
   StringPrototypeStartsWith,
   StringPrototypeToLowerCase,
+  StringPrototypeEndsWith,
   StringPrototypeTrim,
   SymbolFor,
   TypeError: PluginTypeError,
@@ -263,6 +266,41 @@ async function decide(question, options) {
 }
 const fetch = web.makeFetch("fetch", sendFetch);
 const apiFetch = web.makeFetch("api.net.fetch", sendFetch);
+
+// ------------------------------------------------------------------- base64
+const BASE64 = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+
+/** A typed array's bytes as base64 (for `host/artifacts`). */
+function bytesToBase64(view) {
+  const bytes = new Uint8ArrayCtor(view.buffer, view.byteOffset, view.byteLength);
+  const parts = [];
+  let i = 0;
+  for (; i + 2 < bytes.length; i += 3) {
+    const n = (bytes[i] << 16) | (bytes[i + 1] << 8) | bytes[i + 2];
+    ArrayPrototypePush(parts, BASE64[(n >> 18) & 63] + BASE64[(n >> 12) & 63] + BASE64[(n >> 6) & 63] + BASE64[n & 63]);
+  }
+  if (i < bytes.length) {
+    const two = i + 1 < bytes.length;
+    const n = (bytes[i] << 16) | (two ? bytes[i + 1] << 8 : 0);
+    ArrayPrototypePush(parts, BASE64[(n >> 18) & 63] + BASE64[(n >> 12) & 63] + (two ? BASE64[(n >> 6) & 63] : "=") + "=");
+  }
+  return ArrayPrototypeJoin(parts, "");
+}
+
+/** The bytes of the host's (padded, standard) base64. */
+function base64ToBytes(text) {
+  const pad = StringPrototypeEndsWith(text, "==") ? 2 : StringPrototypeEndsWith(text, "=") ? 1 : 0;
+  const bytes = new Uint8ArrayCtor((text.length / 4) * 3 - pad);
+  const value = (i) => { const v = StringPrototypeIndexOf(BASE64, text[i]); return v < 0 ? 0 : v; };
+  let o = 0;
+  for (let i = 0; i + 3 < text.length; i += 4) {
+    const n = (value(i) << 18) | (value(i + 1) << 12) | (value(i + 2) << 6) | value(i + 3);
+    bytes[o++] = (n >> 16) & 255;
+    bytes[o++] = (n >> 8) & 255;
+    bytes[o++] = n & 255;
+  }
+  return bytes;
+}
 
 // ------------------------------------------------------------------- crypto
 function getRandomValues(array) {
@@ -567,11 +605,36 @@ const failedText = (message) => JSONStringify({ content: [{ type: "text", text: 
 
 /** Calls still running, by ticket -> AbortController. */
 const calls = new SafeMap();
+/** Calls still running, by ticket -> their context (whose workspace `host.workspace` uses). */
+const callContexts = new SafeMap();
+
+/**
+ * Seed 003's `host` is one global for every call, so its `host.workspace` requests go
+ * with a running call, whose workspace the host uses (after its own checks).
+ */
+function serveForRunningCall(member, method, params) {
+  let ticket;
+  let workspace;
+  let several = false;
+  MapPrototypeForEach(callContexts, (context, running) => {
+    if (ticket === undefined) {
+      ticket = running;
+      workspace = context.workspace;
+    } else if (context.workspace !== workspace) {
+      several = true;
+    }
+  });
+  if (ticket === undefined) throw new PluginError(`${member} works only while a tool call runs (in its handler)`);
+  if (several) throw new PluginError(`${member}: calls from different workspaces run at once in plugin ${PLUGIN}, and the one host global cannot tell whose workspace this is`);
+  const controller = MapPrototypeGet(calls, ticket);
+  return awaitAnswer(opHostService(ticket, method, JSONStringify(params)), controller ? controller.signal : undefined);
+}
 
 async function callTool(delivery) {
   const ticket = delivery.ticket;
   const controller = new web.AbortController();
   MapPrototypeSet(calls, ticket, controller);
+  MapPrototypeSet(callContexts, ticket, delivery.context);
   let text;
   try {
     const entry = MapPrototypeGet(registry, delivery.name);
@@ -598,6 +661,7 @@ async function callTool(delivery) {
       subagent: subagents.starter,
       hostContext: hostContextOf(context),
       idempotencyKey: `${PLUGIN}:${delivery.name}:${context.callId === undefined ? ticket : context.callId}`,
+      service: (method, params) => awaitAnswer(opHostService(ticket, method, JSONStringify(params)), controller.signal),
       ask: (message, details) => {
         const detailsJson = details === undefined ? null : JSONStringify(details);
         return awaitAnswer(opApprove(ticket, StringCtor(message), detailsJson === undefined ? null : detailsJson), controller.signal);
@@ -622,6 +686,7 @@ async function callTool(delivery) {
   } catch (e) {
     text = failedText(messageOf(e));
   }
+  MapPrototypeDelete(callContexts, ticket);
   if (MapPrototypeGet(calls, ticket) !== controller) return; // given up by the host: it reads no answer
   MapPrototypeDelete(calls, ticket);
   opAnswerCall(ticket, text);
@@ -724,6 +789,10 @@ const kit = ObjectFreeze({
   decide,
   settingsObject,
   fetch,
+  workspace: (op, params) => serveForRunningCall(`host.workspace.${op}`, "host/workspace", { ...params, op }),
+  bytesToBase64,
+  base64ToBytes,
+  isBytes: ArrayBufferIsView,
   console: consoleObject,
   crypto: cryptoObject,
 });
@@ -754,6 +823,8 @@ function handle(delivery) {
       return settleOwn(delivery.request, (waiter) => waiter.resolve(ObjectFreeze({ approved: delivery.approved, reason: delivery.reason === null ? undefined : delivery.reason })));
     case "sampled":
       return settleOwn(delivery.request, (waiter) => waiter.resolve(delivery.answer));
+    case "served":
+      return settleOwn(delivery.request, (waiter) => waiter.resolve(delivery.result));
     case "refused":
       return settleOwn(delivery.request, (waiter) => waiter.reject(new PluginError(delivery.message)));
   }

@@ -242,15 +242,43 @@ const formats = (function () {
         meta: { capabilities: def.capabilities },
         run: (input, call) => {
           const ctx = withUnoffered(
-            { context: call.hostContext, signal: call.signal, idempotencyKey: call.idempotencyKey },
+            { context: call.hostContext, signal: call.signal, idempotencyKey: call.idempotencyKey, artifacts: plicoArtifacts(call, kit) },
             "ctx",
-            ["artifacts"],
+            [],
             kit.unoffered,
           );
           return ReflectApply(handler, def, [input, ObjectFreeze(ctx)]);
         },
       });
     }
+  }
+
+  /**
+   * plico's `ctx.artifacts`: `write(path, content, { mimeType })` (content a string or a
+   * Uint8Array) resolves with `{ path, uri, mimeType, size }`, `read(path)` with the
+   * content as written (a string, or a Uint8Array), `list()` with every artifact of the
+   * session. The host keeps them for the MCP session; the agent receives each one
+   * written during its program as a resource.
+   */
+  function plicoArtifacts(call, kit) {
+    const send = (params) => call.service("host/artifacts", params);
+    return ObjectFreeze({
+      write: async (path, content, options) => {
+        if (typeof path !== "string") throw new TypeErrorCtor("ctx.artifacts.write takes (path, content, { mimeType }?)");
+        const mimeType = isObject(options) && typeof options.mimeType === "string" ? options.mimeType : undefined;
+        let params;
+        if (typeof content === "string") params = { op: "write", path, text: content, mimeType };
+        else if (kit.isBytes(content)) params = { op: "write", path, base64: kit.bytesToBase64(content), mimeType };
+        else throw new TypeErrorCtor("ctx.artifacts.write: content must be a string or a Uint8Array");
+        return ObjectFreeze((await send(params)).artifact);
+      },
+      read: async (path) => {
+        if (typeof path !== "string") throw new TypeErrorCtor("ctx.artifacts.read takes a path");
+        const answer = await send({ op: "read", path });
+        return answer.text !== undefined ? answer.text : kit.base64ToBytes(answer.base64);
+      },
+      list: async () => (await send({ op: "list" })).artifacts,
+    });
   }
 
   // --------------------------------------------------------- podcode (004)
@@ -464,7 +492,7 @@ const formats = (function () {
 
   // --------------------------------------------------------- globals (003)
   /** The members of seed 003's `host` that codemode has nothing behind. */
-  const HOST_UNOFFERED = ["workspace", "agents", "models"];
+  const HOST_UNOFFERED = ["agents", "models"];
 
   /** Seed 003's `host.session` members besides `llm`: each needs the agent's chat, which an MCP server never has. */
   const SESSION_NOT_APPLICABLE = [
@@ -479,6 +507,32 @@ const formats = (function () {
   /** Seed 003's `host.media` (upload and transcode audio): the app's media service. */
   const MEDIA_WHY = "uploading and transcoding audio is a service of the agent's app, which an MCP server does not have; return audio as MCP content ({ content: [{ type: \"audio\", data, mimeType }] }) instead";
 
+  /** A path given as a string or as `{ path }`. */
+  function pathOf(request, member) {
+    if (typeof request === "string") return request;
+    if (isObject(request) && typeof request.path === "string") return request.path;
+    throw new TypeErrorCtor(`${member} takes { path }`);
+  }
+
+  /**
+   * Seed 003's `host.workspace`: `read({ path })` resolves with the file's text,
+   * `write({ path, content })` with `{ path, bytes }`, `list({ path }?)` with
+   * `[{ name, kind }]`. The host does the file work beneath the session's workspace.
+   */
+  function makeWorkspace(kit) {
+    return ObjectFreeze({
+      read: async (request) => (await kit.workspace("read", { path: pathOf(request, "host.workspace.read") })).content,
+      write: async (request) => {
+        if (!isObject(request) || typeof request.path !== "string" || typeof request.content !== "string") {
+          throw new TypeErrorCtor("host.workspace.write takes { path, content }, both strings");
+        }
+        const answer = await kit.workspace("write", { path: request.path, content: request.content });
+        return { path: request.path, bytes: answer.bytes };
+      },
+      list: async (request) => (await kit.workspace("list", { path: request === undefined ? "" : pathOf(request, "host.workspace.list") })).entries,
+    });
+  }
+
   /** Seed 003's `host` global (defined before the script runs). */
   function makeHost(kit) {
     const host = {
@@ -491,6 +545,7 @@ const formats = (function () {
       },
       log: (...args) => kit.console.log(...args),
       crypto: kit.crypto,
+      workspace: makeWorkspace(kit),
     };
     ObjectDefineProperty(host, "settings", { get: () => kit.settingsObject(), enumerable: true });
     host.llm = (request) => kit.askModel("host.llm", request);

@@ -1,0 +1,192 @@
+"""Workspace files and artifacts behind codemode's MCP server, driven by the official MCP
+Python SDK, whose `list_roots_callback` gives a temporary folder as the client's root.
+
+Run by scripts/test-mcp-server.sh:
+
+    python tests/mcp/test_files.py path/to/codemode
+
+- seed 003's own `save_note` (tests/plugins/files/notes.ts, the document's code
+  unchanged) writes its note beneath the root, where it is on disk with the exact
+  content; `host.workspace.read` and `.list` return it;
+- a path with `..` out of the root, an absolute path, and a symbolic link inside the
+  root that leads out are each refused with the error naming the root (EXDEV), and
+  nothing outside changes;
+- the permission the script derives (`host:workspace:write`) is shown by
+  `codemode tools`, the load report of whoever enables the plugin;
+- Podcode's `ctx.mainCwd` is the root;
+- plico's `ctx.artifacts` writes a PNG and a CSV, reads them back and lists them; the
+  agent receives each as a `resource_link` with its media type, and `resources/read`
+  gives back the exact bytes; `resources/list` lists them; a 2026-07-28 client
+  (no session) gets them embedded.
+"""
+
+import base64
+import json
+import os
+import subprocess
+import tempfile
+
+import anyio
+import mcp.types as types
+from mcp import ClientSession, StdioServerParameters
+from mcp.client.stdio import stdio_client
+
+import harness
+from harness import CODEMODE, ROOT, check
+
+FILES = os.path.join(ROOT, "tests/plugins/files")
+PNG = [0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A, 0x00, 0xFF, 3]
+
+
+def config_file():
+    path = os.path.join(tempfile.mkdtemp(prefix="codemode-files-test-"), "codemode.toml")
+    with open(path, "w") as f:
+        f.write(f"""[[plugin]]
+name = "notes"
+kind = "javascript"
+path = "{FILES}/notes.ts"
+
+[[plugin]]
+name = "charts"
+kind = "javascript"
+path = "{FILES}/plico"
+
+[[plugin]]
+name = "where"
+kind = "javascript"
+path = "{FILES}/podcode/where.mjs"
+""")
+    return path
+
+
+def text_of(result):
+    return [c.text for c in result.content if c.type == "text"]
+
+
+async def execute(session, code):
+    result = await session.call_tool("execute", {"code": code})
+    check(not result.is_error, f"{code}: {text_of(result)}")
+    text = text_of(result)[0]
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError:
+        return text
+
+
+def outside_error(op, path, root):
+    return (
+        f'host.workspace.{op}: the path "{path}" leaves the workspace {root} (EXDEV): paths are resolved beneath it, '
+        'so ".." out of it, an absolute path, or a symbolic link that leads out is refused'
+    )
+
+
+def parsed(call):
+    """A program that returns what the tool call gives, parsed from its JSON text."""
+    return f"const v = await {call}; return typeof v === 'string' ? JSON.parse(v) : v"
+
+
+def caught(call):
+    return f"try {{ await {call}; return 'not refused' }} catch (e) {{ return e.message }}"
+
+
+async def workspace_and_artifacts(config):
+    root = tempfile.mkdtemp(prefix="codemode-files-root-")
+    outside = tempfile.mkdtemp(prefix="codemode-files-outside-")
+    secret = os.path.join(outside, "secret.txt")
+    with open(secret, "w") as f:
+        f.write("secret")
+    os.symlink(outside, os.path.join(root, "escape"))
+
+    async def on_roots(context):
+        return types.ListRootsResult(roots=[types.Root(uri=f"file://{root}", name="work")])
+
+    params = StdioServerParameters(command=CODEMODE, args=["mcp", "--config", config])
+    async with stdio_client(params) as (read, write):
+        async with ClientSession(read, write, list_roots_callback=on_roots) as session:
+            init = await session.initialize()
+            check(init.capabilities.resources is not None, f"the server offers resources: {init.capabilities}")
+            await anyio.sleep(0.3)  # codemode reads the roots after `initialized`
+
+            # The document's save_note writes beneath the root.
+            saved = await execute(session, parsed('tools.notes.save_note({ title: "Shopping List!", text: "milk\\neggs" })'))
+            check(saved == {"saved": "notes/shopping-list-.md"}, f"save_note: {saved}")
+            with open(os.path.join(root, "notes/shopping-list-.md")) as f:
+                check(f.read() == "milk\neggs", "the note is on disk with the exact content")
+            read_back = await execute(session, parsed('tools.notes.read_note({ path: "notes/shopping-list-.md" })'))
+            check(read_back == {"text": "milk\neggs"}, f"host.workspace.read: {read_back}")
+            listed = await execute(session, parsed('tools.notes.list_notes({ path: "notes" })'))
+            check(listed == {"entries": [{"name": "shopping-list-.md", "kind": "file"}]}, f"host.workspace.list: {listed}")
+            listed = await execute(session, parsed("tools.notes.list_notes({})"))
+            check(listed == {"entries": [{"name": "escape", "kind": "symlink"}, {"name": "notes", "kind": "dir"}]}, f"the root's listing: {listed}")
+
+            # Out of the root: `..`, an absolute path, a symbolic link that leads out.
+            up = f"../{os.path.basename(outside)}/secret.txt"
+            refused = await execute(session, caught(f"tools.notes.read_note({{ path: {json.dumps(up)} }})"))
+            check(refused == outside_error("read", up, root), f"`..` out of the root: {refused}")
+            refused = await execute(session, caught(f"tools.notes.write_file({{ path: {json.dumps(secret)}, content: 'x' }})"))
+            check(refused == outside_error("write", secret, root), f"an absolute path: {refused}")
+            refused = await execute(session, caught('tools.notes.read_note({ path: "escape/secret.txt" })'))
+            check(refused == outside_error("read", "escape/secret.txt", root), f"a symlink that leads out: {refused}")
+            refused = await execute(session, caught('tools.notes.write_file({ path: "escape/new.txt", content: "x" })'))
+            check(refused == outside_error("write", "escape/new.txt", root), f"a write through the symlink: {refused}")
+            with open(secret) as f:
+                check(f.read() == "secret", "the file outside is untouched")
+            check(sorted(os.listdir(outside)) == ["secret.txt"], f"nothing was created outside: {os.listdir(outside)}")
+
+            # Podcode's mainCwd is the root.
+            cwd = await execute(session, "return await tools.where.main_cwd({})")
+            check(cwd == root, f"mainCwd: {cwd!r}")
+
+            # plico's ctx.artifacts: kept for the session, given to the agent as resources.
+            result = await session.call_tool("execute", {"code": parsed("tools.charts.chart({ rows: 3 })")})
+            check(not result.is_error, f"chart: {text_of(result)}")
+            value = json.loads(text_of(result)[0])
+            check(value["readBack"] == "x,y\n0,0\n1,1\n2,4", f"ctx.artifacts.read gives the text back: {value}")
+            check(value["bytes"] == PNG, f"ctx.artifacts.read gives the bytes back: {value['bytes']}")
+            check(value["listed"] == ["charts/chart.png image/png 11", "charts/data.csv text/csv 15"], f"ctx.artifacts.list: {value['listed']}")
+            check(value["image"]["mimeType"] == "image/png" and value["image"]["size"] == 11, f"write answers the artifact: {value['image']}")
+            links = [c for c in result.content if c.type == "resource_link"]
+            check([(l.name, l.mime_type) for l in links] == [("charts/chart.png", "image/png"), ("charts/data.csv", "text/csv")], f"the artifacts arrive as resource links: {links}")
+            check(str(links[0].uri) == value["image"]["uri"], f"the link is the artifact's URI: {links[0].uri}")
+            image = (await session.read_resource(links[0].uri)).contents[0]
+            check(image.mime_type == "image/png" and base64.b64decode(image.blob) == bytes(PNG), f"resources/read gives the exact bytes: {image}")
+            data = (await session.read_resource(links[1].uri)).contents[0]
+            check(data.mime_type == "text/csv" and data.text == "x,y\n0,0\n1,1\n2,4", f"and the text: {data}")
+            resources = (await session.list_resources()).resources
+            check(sorted((r.name, r.mime_type, r.size) for r in resources) == [("charts/chart.png", "image/png", 11), ("charts/data.csv", "text/csv", 15)], f"resources/list: {resources}")
+            # A later program that writes nothing carries no links.
+            result = await session.call_tool("execute", {"code": "return 1"})
+            check([c.type for c in result.content] == ["text"], f"no artifacts, no links: {result.content}")
+            try:
+                await session.read_resource("artifact://s999/charts/chart.png")
+                check(False, "another session's artifact is not served")
+            except Exception as e:  # the SDK raises McpError
+                check("this session has no resource artifact://s999/charts/chart.png" in str(e), f"unknown resource: {e}")
+
+    # Another session does not see these artifacts.
+    params = StdioServerParameters(command=CODEMODE, args=["mcp", "--config", config])
+    async with stdio_client(params) as (read, write):
+        async with ClientSession(read, write) as session:
+            await session.initialize()
+            check((await session.list_resources()).resources == [], "a new session starts with no artifacts")
+            refused = await execute(session, caught('tools.notes.read_note({ path: "a.txt" })'))
+            check(refused == "host.workspace.read: this call has no workspace: an MCP client gives one as its first file:// root (roots/list) or as _meta.workspace", f"no roots, no workspace: {refused}")
+
+
+def permission_shown(config):
+    out = subprocess.run([CODEMODE, "tools", "--config", config], capture_output=True, text=True, timeout=120)
+    check(out.returncode == 0, f"codemode tools: {out.stderr}")
+    shown = out.stdout + out.stderr
+    check("plugin notes (note): permission host:workspace:write: can write the agent's files (host.workspace.write, beneath the session's workspace)" in shown, f"the derived permission is shown: {shown}")
+    check("plugin charts (note): permission" not in shown, f"plico derives none: {shown}")
+
+
+async def main():
+    config = config_file()
+    permission_shown(config)
+    await workspace_and_artifacts(config)
+    print(f"workspace files and artifacts over MCP: {harness.CHECKS} checks passed")
+
+
+if __name__ == "__main__":
+    anyio.run(main)
