@@ -5,7 +5,8 @@
 # the same SDK as a plugin (tests/mcp/test_remote_plugins.py), and the seed-format plugins
 # behind it (tests/mcp/test_plugin_formats.py), the large-catalog example with the MCP
 # reference server from npm (tests/mcp/test_large_catalog.py), and the service features
-# (stateless replicas, operations endpoints, JSON log: tests/mcp/test_service.py).
+# (stateless replicas, operations endpoints, JSON log: tests/mcp/test_service.py), and
+# seed 001's skills and agents (tests/mcp/test_skills.py).
 # Part of scripts/test.sh.
 source "$(dirname "$0")/lib.sh"
 ensure_system_packages
@@ -31,3 +32,5 @@ ensure_mcp_everything
 # The seed systems' plugin formats behind the server (approvals through elicitation).
 [ -d target/formats/zhin/node_modules ] || bash scripts/npm-fixtures.sh
 "$MCP_VENV/bin/python" tests/mcp/test_plugin_formats.py target/release/codemode
+# Seed 001's skills, agents and deferred catalog with the seed's example layout.
+"$MCP_VENV/bin/python" tests/mcp/test_skills.py target/release/codemode

@@ -8,7 +8,7 @@
 // | format | module | tool fields mapped |
 // |---|---|---|
 // | manifest (000) | `activate(api)` / `runPlugin` | through `api.tools.register` (plugin.js) |
-// | zhin (001) | `tools/<name>/index.ts` default `defineAgentTool({...})` | description, inputSchema, requiresApproval, hidden, execute(input, context) |
+// | zhin (001) | `tools/<name>/index.ts` (and `skills/<s>/tools/...`, `agents/<a>/tools/...`) default `defineAgentTool({...})` | description, inputSchema, requiresApproval, hidden, execute(input, context); the owner of a private tool |
 // | plico (002) | `tools/*.tool.ts` default `defineTool({...})` | name, description, inputSchema, capabilities, approval, handler(input, ctx) |
 // | globals (003) | `globalThis.tools.<name>` | description, parameters, handler(input) (plugin.js collects them) |
 // | podcode (004) | default `{ id, server(input, { config }) }` | id, description, parameters, execute(args, ctx), idempotent, truncation |
@@ -65,7 +65,7 @@ const formats = (function () {
 
   function zhin(entries, kit) {
     for (let i = 0; i < entries.length; i++) {
-      const { module, tool: name, namespace } = entries[i];
+      const { module, tool: name, namespace, owner } = entries[i];
       const where = `${module}`;
       const def = namespace.default;
       if (!isObject(def)) {
@@ -104,6 +104,9 @@ const formats = (function () {
         annotations: def.annotations,
         approval: approval === "on-risk" ? (destructive ? "always" : "never") : approval,
         hidden: def.hidden === true,
+        // A tool private to a skill or an agent: its owner's folder (declared once a
+        // session loads that skill or selects that agent).
+        owner,
         run: (input, call) => {
           // zhin.js reads `context.config` as values and as `config.get()`.
           const values = kit.settingsObject();
