@@ -742,6 +742,29 @@ impl Config {
         Ok(sections.join("\n\n"))
     }
 
+    /// Whether the agent `[server] agent` (or `--agent`) selects exists: a plugin's
+    /// `agents/<name>/`, written `name` or `plugin/name`. `Err` names the agents there are.
+    pub fn check_agent(&self) -> Result<(), String> {
+        let Some(selected) = self.server.agent.as_deref() else { return Ok(()) };
+        let mut known: Vec<String> = self
+            .guidance()
+            .iter()
+            .flat_map(|(plugin, g)| g.agents.iter().map(move |a| format!("{plugin}/{}", a.name)))
+            .collect();
+        known.sort();
+        let found = known.iter().any(|k| k == selected || k.rsplit('/').next() == Some(selected));
+        match (found, known.is_empty()) {
+            (true, _) => Ok(()),
+            (false, true) => Err(format!(
+                "agent {selected:?} is selected, but no enabled plugin has agents (seed 001's agents/<name>/ folders)"
+            )),
+            (false, false) => Err(format!(
+                "agent {selected:?} is selected, but no enabled plugin has it; the agents are {}",
+                known.join(", ")
+            )),
+        }
+    }
+
     /// Seed 001's instructions, as rules: each enabled plugin's `AGENTS.md` (its main
     /// agent), and the files of the agent `[server] agent` selects (`name` or
     /// `plugin/name`), each under a heading naming its plugin.

@@ -179,7 +179,7 @@ fn seed_001_zhin_tools_named_after_their_folders() {
     // The agent's own tool is loaded and listed, and declared to no session that has
     // not selected the agent (tests/mcp/test_skills.py, host/tests/skills.rs).
     assert!(
-        out.contains("tools.bot.reviewer__check_result(input: {}): Promise<string>  // private to agent reviewer: shown once a session loads it"),
+        out.contains("tools.bot.reviewer__check_result(input?: {}): Promise<string>  // private to agent reviewer: shown once a session loads it"),
         "{out}"
     );
     assert!(

@@ -10,13 +10,16 @@ by the official MCP Python SDK, with the seed document's own example layout
   declaration of `normalize`, and calls it in the same program and in the next one;
 - a second MCP session of the same server (`codemode serve`) has loaded nothing;
 - `tools.$skills.discover` finds the skill by a natural query;
+- a client's request `_meta` "codemode/agent" selects the agent for its session;
 - with `max_loaded_per_session = 1` and the agent selected in `[server]`, the agent's
   instructions are in the server's instructions, its private tool is callable, and a
   second load unloads the first tool;
 - a broken private tool makes the plugin unavailable, saying which file and why;
 - separate-tools mode offers `load_skill`, `load_tool` and `discover`, and after a load
   sends notifications/tools/list_changed and lists the new tool;
-- a hidden tool is callable but absent from `tools.$search`.
+- a hidden tool is callable but absent from `tools.$search`;
+- two `--stateless` replicas: a request is a session of its own (load and call in one
+  program, on either replica; the next request starts with nothing loaded).
 """
 
 import json
@@ -70,10 +73,10 @@ async def rejection(session, call):
     return await execute(session, f"try {{ await {call}; return null }} catch (e) {{ return e.message }}")
 
 
-def start_serve(config):
+def start_serve(config, *extra):
     env = dict(os.environ)
     env.pop("CODEMODE_TOKEN", None)
-    server = subprocess.Popen([CODEMODE, "serve", "--config", config, "--listen", "127.0.0.1:0"], env=env, stderr=subprocess.PIPE, text=True)
+    server = subprocess.Popen([CODEMODE, "serve", "--config", config, "--listen", "127.0.0.1:0", *extra], env=env, stderr=subprocess.PIPE, text=True)
     for line in server.stderr:
         found = re.search(r"serving MCP on (http://\S+)", line)
         if found:
@@ -111,9 +114,37 @@ async def two_sessions(config):
 
                     hits = await execute(first, 'return await tools.$skills.discover("make a link shorter for a chat message")')
                     check(any(h["kind"] == "skill" and h["skill"] == "short-url" for h in hits), f"discover finds the skill: {hits}")
+
+                    # A client selects an agent for its session with `_meta` "codemode/agent".
+                    check_call = 'return await tools.my_plugin.reviewer__check_result({ short: "https://s.example/abc" })'
+                    result = await first.call_tool("execute", {"code": check_call}, meta={"codemode/agent": "reviewer"})
+                    check(not result.is_error and text_of(result) == ["ok"], f"the agent's tool after _meta selects it: {text_of(result)}")
+                    check(await execute(first, check_call) == "ok", "the selection lasts for the session")
     finally:
         server.terminate()
         server.wait(timeout=10)
+
+
+async def stateless_replicas(config):
+    """Without sessions (`--stateless`, behind a load balancer) a request is a session of
+    its own: a program loads and calls in the same request on either replica, and the
+    next request, on the other replica, starts with nothing loaded."""
+    replicas = [start_serve(config, "--stateless") for _ in range(2)]
+    try:
+        async with httpx2.AsyncClient(timeout=60) as client:
+            for index, (_, url) in enumerate(replicas):
+                async with streamable_http_client(url, http_client=client) as (read, write):
+                    async with ClientSession(read, write) as session:
+                        await session.initialize()
+                        if index == 0:
+                            value = await execute(session, f'await tools.$skills.load("short-url"); return await {NORMALIZE}')
+                            check(value == "https://example.com/a", f"load and call in one request: {value}")
+                        else:
+                            check(await rejection(session, NORMALIZE) == NOT_LOADED, "the other replica's request has loaded nothing")
+    finally:
+        for server, _ in replicas:
+            server.terminate()
+            server.wait(timeout=10)
 
 
 async def configured_agent_and_eviction():
@@ -192,6 +223,7 @@ async def hidden_tool():
 
 async def main():
     await two_sessions(write_config(plugin_entry(MY_PLUGIN)))
+    await stateless_replicas(write_config(plugin_entry(MY_PLUGIN)))
     await configured_agent_and_eviction()
     await broken_private_tool()
     await separate_tools()

@@ -144,6 +144,7 @@ async fn serve(args: ServeArgs, http: Option<Listen>) -> anyhow::Result<i32> {
     if let Some(agent) = args.agent {
         config.server.agent = Some(agent);
     }
+    config.check_agent().map_err(|why| anyhow::anyhow!("{why}"))?;
     let rules = config.rules_text()?;
     let sandbox =
         if args.insecure_allow_weaker_sandbox { SandboxPolicy::InsecureAllowWeaker } else { SandboxPolicy::Required };
