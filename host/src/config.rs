@@ -864,7 +864,7 @@ impl Config {
     pub fn guidance(&self) -> std::collections::HashMap<String, crate::tool::skills::Guidance> {
         self.enabled_javascript()
             .filter_map(|(p, js)| match &js.layout {
-                Some(Ok(layout)) if !layout.guidance.is_empty() => Some((p.name.clone(), layout.guidance.clone())),
+                Some(Ok(layout)) if !layout.guidance.is_empty() => Some((p.name.clone(), (*layout.guidance).clone())),
                 _ => None,
             })
             .collect()

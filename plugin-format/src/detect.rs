@@ -69,9 +69,15 @@ pub struct Layout {
     pub declared_hosts: Vec<String>,
     /// What the layout holds that codemode does not load, each with why.
     pub skipped: Vec<String>,
-    /// Seed 001's skills, agents and `AGENTS.md` (empty for the other formats).
-    #[serde(default, skip_serializing_if = "protocol::skills::Guidance::is_empty")]
-    pub guidance: protocol::skills::Guidance,
+    /// Seed 001's skills, agents and `AGENTS.md` (empty for the other formats; boxed,
+    /// since most layouts have none).
+    #[serde(default, skip_serializing_if = "no_guidance")]
+    pub guidance: Box<protocol::skills::Guidance>,
+}
+
+/// True for a layout with no skills, agents or `AGENTS.md` (left out of the report).
+fn no_guidance(guidance: &protocol::skills::Guidance) -> bool {
+    guidance.is_empty()
 }
 
 /// Why a plugin's format could not be told.
@@ -337,7 +343,7 @@ fn zhin_layout(path: &Path, listing: &Listing) -> Result<Option<Layout>, FormatE
         manifest: None,
         declared_hosts: Vec::new(),
         skipped,
-        guidance: crate::skills::guidance(path)?,
+        guidance: Box::new(crate::skills::guidance(path)?),
     }))
 }
 
