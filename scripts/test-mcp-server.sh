@@ -7,8 +7,9 @@
 # large-catalog example with the MCP
 # reference server from npm (tests/mcp/test_large_catalog.py), and the service features
 # (stateless replicas, operations endpoints, JSON log: tests/mcp/test_service.py), and
-# each tool call's identity, subagents and progress (tests/mcp/test_plugin_ids.py), and
-# workspace files and artifacts (tests/mcp/test_files.py).
+# each tool call's identity, subagents and progress (tests/mcp/test_plugin_ids.py),
+# workspace files and artifacts (tests/mcp/test_files.py), and
+# seed 001's skills and agents (tests/mcp/test_skills.py).
 # Part of scripts/test.sh.
 source "$(dirname "$0")/lib.sh"
 ensure_system_packages
@@ -45,3 +46,5 @@ ensure_mcp_everything
 # Workspace files (seed 003's host.workspace, Podcode's mainCwd) beneath the client's
 # root, and plico's artifacts as resources.
 "$MCP_VENV/bin/python" tests/mcp/test_files.py target/release/codemode
+# Seed 001's skills, agents and deferred catalog with the seed's example layout.
+"$MCP_VENV/bin/python" tests/mcp/test_skills.py target/release/codemode

@@ -94,10 +94,11 @@ interface Tools {
 pub fn declarations(catalog: &Catalog) -> String {
     let mut out = String::from(HEADER);
     let mut namespaces = Namespaces::default();
-    // Hidden tools are callable but not shown to the agent.
+    // Hidden tools are callable but not shown to the agent; a skill's or an agent's
+    // tools are declared when the session loads it (`tools.$skills.load`).
     let plugins: Vec<(&str, Vec<&Tool>)> = catalog
         .plugins()
-        .map(|(plugin, tools)| (plugin, tools.filter(|t| !t.definition.hidden).collect::<Vec<_>>()))
+        .map(|(plugin, tools)| (plugin, tools.filter(|t| t.definition.is_public()).collect::<Vec<_>>()))
         .filter(|(_, tools)| !tools.is_empty())
         .collect();
     let plugin_names: Vec<&str> = plugins.iter().map(|(plugin, _)| *plugin).collect();
@@ -199,7 +200,11 @@ pub fn listing(catalog: &Catalog) -> String {
         for tool in tools {
             let (parameter, output) = signature_parts(plugin, tool, &mut namespaces, 0);
             let method = access_path(&tool.definition.name);
+            let owner = tool.definition.owner.as_deref().map(|o| {
+                format!("  // private to {}: shown once a session loads it", protocol::skills::describe_owner(o))
+            });
             let hidden = if tool.definition.hidden { "  // hidden: callable, but not shown to agents" } else { "" };
+            let hidden = owner.as_deref().unwrap_or(hidden);
             out.push_str(&format!("tools{access}{method}({parameter}): Promise<{output}>{hidden}\n"));
             if let Some(first) = tool.definition.description.lines().next().filter(|l| !l.trim().is_empty()) {
                 out.push_str(&format!("    {}\n", first.trim()));

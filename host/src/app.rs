@@ -128,6 +128,7 @@ pub fn plugin_host(config: &Config, options: &AppOptions) -> PluginHost {
         .with_mcp(config.mcp_servers().into_iter().map(McpPlugin::new).collect())
         .with_approvals(config.approvals())
         .with_summaries(config.summaries())
+        .with_skills(config.guidance(), config.standalone_skills.clone())
         .with_scopes(config.scopes.clone())
 }
 

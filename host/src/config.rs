@@ -71,6 +71,17 @@ pub struct Config {
     pub scopes: Vec<String>,
     /// The folder relative paths are resolved against (the file's own).
     pub base_dir: PathBuf,
+    /// The skills of every `[[skills]]` folder (Agent Skills: each sub-folder a
+    /// `SKILL.md`), served through `tools.$skills.load` with no tools of their own.
+    pub standalone_skills: Vec<crate::tool::skills::Skill>,
+}
+
+/// One `[[skills]]` entry: a folder of Agent Skills.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct SkillsEntry {
+    /// The folder (relative to the configuration file).
+    path: String,
 }
 
 /// The file as written: [`Config`] before its plugin entries are checked and typed.
@@ -87,6 +98,8 @@ struct ConfigFile {
     server: ServerConfig,
     #[serde(default)]
     scopes: Vec<String>,
+    #[serde(default)]
+    skills: Vec<SkillsEntry>,
 }
 
 pub use crate::serve::settings::{CatalogBudget, ServerConfig, ServerMode, ToolNames};
@@ -417,6 +430,14 @@ pub enum ConfigError {
         /// What is wrong.
         problem: String,
     },
+    /// A `[[skills]]` folder cannot be read.
+    #[error("the configuration {path}: [[skills]] {problem}")]
+    Skills {
+        /// The file.
+        path: PathBuf,
+        /// Which skill file, and what is wrong.
+        problem: String,
+    },
     /// A plugin entry is incomplete or contradicts itself.
     #[error("the configuration {path}: plugin {plugin:?}: {problem}")]
     Plugin {
@@ -542,6 +563,7 @@ impl Config {
             server: file.server,
             scopes: file.scopes,
             base_dir: PathBuf::new(),
+            standalone_skills: Vec::new(),
         };
         config
             .limits
@@ -578,6 +600,12 @@ impl Config {
         }
         for file in [&mut config.server.tls_cert, &mut config.server.tls_key].into_iter().flatten() {
             *file = config.base_dir.join(&*file);
+        }
+        for entry in &file.skills {
+            let folder = config.base_dir.join(&entry.path);
+            let skills = plugin_format::skills::skills_folder(&folder)
+                .map_err(|e| ConfigError::Skills { path: path.into(), problem: e.to_string() })?;
+            config.standalone_skills.extend(skills);
         }
         let base_dir = config.base_dir.clone();
         let mut seen: std::collections::HashMap<String, usize> = std::collections::HashMap::new();
@@ -710,7 +738,55 @@ impl Config {
             }
             sections.push(format!("## {}\n\n{}", plugin.name, body.join("\n\n")));
         }
+        sections.extend(self.agent_instructions());
         Ok(sections.join("\n\n"))
+    }
+
+    /// Whether the agent `[server] agent` (or `--agent`) selects exists: a plugin's
+    /// `agents/<name>/`, written `name` or `plugin/name`. `Err` names the agents there are.
+    pub fn check_agent(&self) -> Result<(), String> {
+        let Some(selected) = self.server.agent.as_deref() else { return Ok(()) };
+        let mut known: Vec<String> = self
+            .guidance()
+            .iter()
+            .flat_map(|(plugin, g)| g.agents.iter().map(move |a| format!("{plugin}/{}", a.name)))
+            .collect();
+        known.sort();
+        let found = known.iter().any(|k| k == selected || k.rsplit('/').next() == Some(selected));
+        match (found, known.is_empty()) {
+            (true, _) => Ok(()),
+            (false, true) => Err(format!(
+                "agent {selected:?} is selected, but no enabled plugin has agents (seed 001's agents/<name>/ folders)"
+            )),
+            (false, false) => Err(format!(
+                "agent {selected:?} is selected, but no enabled plugin has it; the agents are {}",
+                known.join(", ")
+            )),
+        }
+    }
+
+    /// Seed 001's instructions, as rules: each enabled plugin's `AGENTS.md` (its main
+    /// agent), and the files of the agent `[server] agent` selects (`name` or
+    /// `plugin/name`), each under a heading naming its plugin.
+    fn agent_instructions(&self) -> Vec<String> {
+        let mut sections = Vec::new();
+        let mut guidance: Vec<(String, crate::tool::skills::Guidance)> = self.guidance().into_iter().collect();
+        guidance.sort_by(|a, b| a.0.cmp(&b.0));
+        let rules_on = |name: &str| self.plugins.iter().any(|p| p.name == name && p.rules_enabled);
+        for (plugin, guidance) in guidance.iter().filter(|(p, _)| rules_on(p)) {
+            if let Some(main) = guidance.main_agent.as_deref().map(str::trim).filter(|t| !t.is_empty()) {
+                sections.push(format!("## {plugin}: AGENTS.md\n\n{main}"));
+            }
+            let selected = self.server.agent.as_deref();
+            for agent in guidance
+                .agents
+                .iter()
+                .filter(|a| selected.is_some_and(|s| s == a.name || s == format!("{plugin}/{}", a.name)))
+            {
+                sections.push(format!("## {plugin}: agent {}\n\n{}", agent.name, agent.instructions));
+            }
+        }
+        sections
     }
 
     /// The MCP servers to use.
@@ -782,6 +858,16 @@ impl Config {
     /// Each enabled plugin's `summary`, by plugin.
     pub fn summaries(&self) -> std::collections::HashMap<String, String> {
         self.plugins.iter().filter(|p| p.enabled).filter_map(|p| Some((p.name.clone(), p.summary.clone()?))).collect()
+    }
+
+    /// Each enabled JavaScript plugin's skills, agents and `AGENTS.md` (seed 001).
+    pub fn guidance(&self) -> std::collections::HashMap<String, crate::tool::skills::Guidance> {
+        self.enabled_javascript()
+            .filter_map(|(p, js)| match &js.layout {
+                Some(Ok(layout)) if !layout.guidance.is_empty() => Some((p.name.clone(), (*layout.guidance).clone())),
+                _ => None,
+            })
+            .collect()
     }
 
     /// The enabled JavaScript plugins.

@@ -39,7 +39,8 @@ pub fn execute_description(
     ranker: &str,
 ) -> String {
     let declarations = codemode_core::typescript::declarations(catalog);
-    let tool_count: usize = catalog.plugins().map(|(_, tools)| tools.filter(|t| !t.definition.hidden).count()).sum();
+    let tool_count: usize =
+        catalog.plugins().map(|(_, tools)| tools.filter(|t| t.definition.is_public()).count()).sum();
     let tools_section = match budget {
         CatalogBudget::Chars(limit) if declarations.len() > limit => large_catalog(catalog, tool_count, limit, ranker),
         _ => format!(
@@ -59,7 +60,7 @@ Limits: {memory} of memory; {cpu} of JavaScript between two tool answers (waitin
 
 Results: the returned value as JSON text (a string as it is), then the console output. A result longer than {output} is cut to fit, keeping the JSON valid, with a marker that says what was cut: return less (filter, slice, pick fields) rather than more. A failed program (an uncaught error with its stack, a limit with its value, a stuck promise, a crash) is an error result whose text says why. A failed tool call rejects with an Error whose message is the tool's: catch it to try something else.
 {approval_note}
-{tools_section}"#,
+{tools_section}{skills_section}"#,
         example = example_program(catalog),
         memory = human_bytes(limits.memory_bytes),
         cpu = human_duration(limits.cpu_step),
@@ -68,7 +69,72 @@ Results: the returned value as JSON text (a string as it is), then the console o
         in_flight = limits.tool_calls_in_flight,
         output = human_bytes(output_bytes as u64),
         approval_note = approval_note(catalog),
+        skills_section = skills_section(catalog),
     )
+}
+
+/// The most characters the skills and agents section takes (its lines past it are
+/// counted, not shown: `tools.$skills.discover` finds them).
+const SKILLS_BUDGET: usize = 4_000;
+/// The longest description a skill's or agent's line shows.
+const SKILL_LINE_CHARS: usize = 100;
+
+/// Seed 001's first view: one line per root skill and agent (name, plugin, description)
+/// and how to load them; empty when the catalog has none. A skill's or agent's own
+/// tools are not declared here.
+fn skills_section(catalog: &Catalog) -> String {
+    let shorten = |text: &str| -> String {
+        let line = text.lines().map(str::trim).find(|l| !l.is_empty()).unwrap_or_default();
+        match line.char_indices().nth(SKILL_LINE_CHARS) {
+            Some((cut, _)) => format!("{}…", &line[..cut]),
+            None => line.to_string(),
+        }
+    };
+    let of_plugin = |plugin: Option<&str>| plugin.map(|p| format!(" (tools{})", access_path(p))).unwrap_or_default();
+    let skills: Vec<String> = catalog
+        .skills()
+        .filter(|(_, skill)| skill.agent.is_none())
+        .map(|(plugin, skill)| format!("- {}{}: {}\n", skill.name, of_plugin(plugin), shorten(&skill.description)))
+        .collect();
+    let agents: Vec<String> = catalog
+        .guidances()
+        .flat_map(|(plugin, g)| g.agents.iter().map(move |a| (plugin, a)))
+        .map(|(plugin, agent)| {
+            format!("- {}{}: {}\n", agent.name, of_plugin(Some(plugin)), shorten(&agent.description))
+        })
+        .collect();
+    if skills.is_empty() && agents.is_empty() {
+        return String::new();
+    }
+    let mut text = String::from(
+        "\n\nSkills are instructions, often with tools of their own, loaded when a task needs them: `await tools.$skills.load(\"name\")` resolves with `{ skill, plugin, instructions, declarations, tools, unloaded }` (follow `instructions`; `declarations` declares the skill's tools), and from then on its tools are callable, in this program and the session's later ones. `await tools.$skills.discover(\"what you need to do\")` ranks tools and skills together, best first (5 unless `{ topK }` says otherwise; `{ plugin }` narrows it); `await tools.$skills.loadTool(\"plugin.tool\")` loads one tool and resolves with `{ call, declaration, unloaded }`. A session keeps a limited number of tools loaded: loading more unloads the least recently used (`unloaded` names them).\n",
+    );
+    let mut room = SKILLS_BUDGET;
+    let mut push_lines = |text: &mut String, heading: &str, lines: &[String]| {
+        if lines.is_empty() {
+            return;
+        }
+        text.push_str(heading);
+        let mut shown = 0;
+        for line in lines {
+            if line.len() > room {
+                break;
+            }
+            room -= line.len();
+            text.push_str(line);
+            shown += 1;
+        }
+        if shown < lines.len() {
+            text.push_str(&format!("- … {} more: find them with `tools.$skills.discover`\n", lines.len() - shown));
+        }
+    };
+    push_lines(&mut text, "\nThe skills:\n", &skills);
+    push_lines(
+        &mut text,
+        "\nThe agents (roles a session selects: the server's `agent` setting or the request `_meta` key \"codemode/agent\"; a selected agent's own tools and skills become callable and loadable):\n",
+        &agents,
+    );
+    text
 }
 
 /// Which tools ask a person first, by level; empty when none do.
@@ -78,7 +144,7 @@ fn approval_note(catalog: &Catalog) -> String {
             .plugins()
             .flat_map(|(plugin, tools)| {
                 tools
-                    .filter(|t| t.definition.requires_approval == level && !t.definition.hidden)
+                    .filter(|t| t.definition.requires_approval == level && t.definition.is_public())
                     .map(|t| format!("tools{}{}", access_path(plugin), access_path(&t.definition.name)))
                     .collect::<Vec<_>>()
             })
@@ -104,7 +170,7 @@ fn approval_note(catalog: &Catalog) -> String {
 fn large_catalog(catalog: &Catalog, tool_count: usize, budget: usize, ranker: &str) -> String {
     let plugins: Vec<(&str, Vec<&Tool>)> = catalog
         .plugins()
-        .map(|(plugin, tools)| (plugin, tools.filter(|t| !t.definition.hidden).collect::<Vec<_>>()))
+        .map(|(plugin, tools)| (plugin, tools.filter(|t| t.definition.is_public()).collect::<Vec<_>>()))
         .filter(|(_, tools)| !tools.is_empty())
         .collect();
     let mut text = format!(
@@ -154,7 +220,7 @@ fn ranker_words(ranker: &str) -> String {
 fn example_program(catalog: &Catalog) -> String {
     let Some((plugin, tool)) = catalog
         .plugins()
-        .flat_map(|(plugin, tools)| tools.filter(|t| !t.definition.hidden).map(move |t| (plugin, t)))
+        .flat_map(|(plugin, tools)| tools.filter(|t| t.definition.is_public()).map(move |t| (plugin, t)))
         .max_by_key(|(_, t)| (t.definition.requires_approval.is_never(), t.definition.output_schema.is_some()))
     else {
         return "const [a, b] = await Promise.all([tools.<plugin>.<tool>(inputA), tools.<plugin>.<tool>(inputB)]);\nreturn { a, b };\n".to_string();
@@ -340,6 +406,48 @@ mod tests {
         let small = large(2, 2);
         assert!(execute_description(&small, &Limits::default(), 64 * 1024, CatalogBudget::DEFAULT, "BM25")
             .contains("The 4 tools, as TypeScript declarations"));
+    }
+
+    #[test]
+    fn skills_and_agents_get_one_line_each_and_their_tools_none() {
+        use codemode_core::tool::skills::{Agent, Guidance, Skill};
+        let skill = |n: usize| Skill {
+            name: format!("skill-{n}"),
+            description: format!("Use it for task number {n}, described at the length real skill descriptions have."),
+            instructions: "Step one, then step two.".into(),
+            folder: format!("skills/skill-{n}"),
+            agent: None,
+        };
+        let mut catalog = large(40, 25);
+        let mut private = ToolDefinition::new("skill-0__normalize", "Normalizes.", json!({ "type": "object" }));
+        private.owner = Some("skills/skill-0".into());
+        catalog.add("plugin0", Tool::from_fn(private, |_, _| async { ToolResult::text("x") })).unwrap();
+        let agent = Agent {
+            name: "reviewer".into(),
+            description: "Reviews results".into(),
+            instructions: "## reviewer: system.md\n\nYou review.".into(),
+            folder: "agents/reviewer".into(),
+            tools: Vec::new(),
+        };
+        catalog.set_guidance(
+            "plugin0",
+            Guidance { skills: (0..50).map(skill).collect(), agents: vec![agent], main_agent: None },
+        );
+        let text = execute_description(&catalog, &Limits::default(), 64 * 1024, CatalogBudget::DEFAULT, "BM25");
+        assert!(text.contains("\nThe skills:\n- skill-0 (tools.plugin0): Use it for task number 0, described at the length real skill descriptions have.\n"), "{text}");
+        assert!(text.contains("- reviewer (tools.plugin0): Reviews results\n"), "{text}");
+        assert!(text.contains("There are 1000 tools in 40 plugins"), "the private tool is not counted: {text}");
+        assert!(!text.contains("normalize"), "{text}");
+        // A thousand tools and fifty skills cost an agent under 20,000 characters.
+        assert!(text.chars().count() < 20_000, "{} characters", text.chars().count());
+        let small = large(1, 1);
+        let mut small = small;
+        let mut private = ToolDefinition::new("s__t", "Private.", json!({ "type": "object" }));
+        private.owner = Some("skills/s".into());
+        small.add("plugin0", Tool::from_fn(private, |_, _| async { ToolResult::text("x") })).unwrap();
+        let text = execute_description(&small, &Limits::default(), 64 * 1024, CatalogBudget::DEFAULT, "BM25");
+        assert!(text.contains("The 1 tools, as TypeScript declarations") && !text.contains("s__t"), "{text}");
+        assert!(!text.contains("tools.$skills.load"), "no skills, no section: {text}");
     }
 
     #[test]

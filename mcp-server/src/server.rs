@@ -66,6 +66,7 @@ use codemode_core::executor::{Executor, Program};
 use codemode_core::limits::Limits;
 use codemode_core::outcome::{Outcome, OutcomeKind};
 use codemode_core::tool::artifacts::{Artifact, Artifacts};
+use codemode_core::tool::skills::SkillSession;
 use codemode_core::tool::{
     Approval, ApprovalAnswer, ApprovalQuestion, Approver, CallProgress, CallStatus, Caller, Catalog, Content,
     ProgressSink, Tool, ToolResult,
@@ -81,6 +82,9 @@ pub use super::EXECUTE;
 pub const HOST_CONTEXT_META: &str = "codemode/context";
 /// Longest progress line made of what a plugin says about a running call, in characters.
 const MAX_STATUS_CHARS: usize = 4000;
+/// The request `_meta` key with which a client selects an agent (seed 001's
+/// `agents/<name>/`, `name` or `plugin/name`) for its session.
+pub const AGENT_META: &str = "codemode/agent";
 /// Separates plugin and tool in separate tools mode (`notes__add-note`).
 pub const SEPARATOR: &str = "__";
 
@@ -111,6 +115,9 @@ struct ClientSession {
     workspace: std::sync::Mutex<Option<String>>,
     /// What its tools keep for it (`ctx.artifacts`), freed with it.
     artifacts: Arc<Artifacts>,
+    /// The skills and private tools it loaded and the agents it selected (seed 001),
+    /// made with the server's settings on first use.
+    skills: std::sync::OnceLock<Arc<SkillSession>>,
 }
 
 impl Default for ClientSession {
@@ -124,6 +131,7 @@ impl Default for ClientSession {
             agent_id: Default::default(),
             workspace: Default::default(),
             artifacts: Default::default(),
+            skills: Default::default(),
         }
     }
 }
@@ -247,7 +255,7 @@ impl CodemodeServer {
                     .plugins()
                     .flat_map(|(plugin, tools)| {
                         tools
-                            .filter(|t| !t.definition.hidden)
+                            .filter(|t| t.definition.is_public())
                             .map(|t| separate_tool(catalog, naming, plugin, t))
                             .collect::<Vec<_>>()
                     })
@@ -255,6 +263,19 @@ impl CodemodeServer {
                 usable_separate_tools(tools)
             }
         }
+    }
+
+    /// What `session` loaded and selected (seed 001's skills, private tools, agents),
+    /// with the agent the request's `_meta` names (`codemode/agent`) selected for the
+    /// rest of the session. A 2026-07-28 request is a session of its own: what one
+    /// program loads lasts for that program.
+    fn skills(&self, session: &ClientSession, ctx: &RequestContext<RoleServer>) -> Arc<SkillSession> {
+        let skills =
+            Arc::clone(session.skills.get_or_init(|| Arc::new(SkillSession::new(self.shared.config.load_settings()))));
+        if let Some(agent) = ctx.meta.get(AGENT_META).and_then(Value::as_str).filter(|a| !a.trim().is_empty()) {
+            skills.select_agent(agent.trim());
+        }
+        skills
     }
 
     /// Who runs a program of this request: the session's client and workspace, the
@@ -316,7 +337,8 @@ impl CodemodeServer {
             .limits(self.shared.limits)
             .cancel(ctx.ct.clone())
             .caller(self.caller(&ctx))
-            .hooks(Arc::new(hooks) as Arc<dyn CallHooks>);
+            .hooks(Arc::new(hooks) as Arc<dyn CallHooks>)
+            .skills(self.skills(&self.session, &ctx));
         let mark = self.session.artifacts.mark();
         let result = self.run_to_result(program, progress_sent).await;
         with_artifacts(result, &self.session.artifacts, mark, ArtifactsAs::Links)
@@ -407,7 +429,8 @@ impl CodemodeServer {
         let program = Program::new(code)
             .limits(self.shared.limits)
             .caller(self.caller(&ctx))
-            .hooks(Arc::new(hooks) as Arc<dyn CallHooks>);
+            .hooks(Arc::new(hooks) as Arc<dyn CallHooks>)
+            .skills(self.skills(&session, &ctx));
         let server = self.clone();
         let artifacts = Arc::clone(&session.artifacts);
         tokio::spawn(async move {
@@ -431,6 +454,9 @@ impl CodemodeServer {
         arguments: Option<serde_json::Map<String, Value>>,
         ctx: RequestContext<RoleServer>,
     ) -> Result<CallToolResult, ErrorData> {
+        if let Some(builtin) = self.deferred_builtin(name) {
+            return Ok(self.call_deferred(builtin, arguments, ctx).await);
+        }
         let input = Value::Object(arguments.unwrap_or_default());
         // A tool called directly holds no program slot.
         let asker = Asker::Session { peer: ctx.peer.clone(), seat: None };
@@ -441,7 +467,14 @@ impl CodemodeServer {
         let called = self
             .shared
             .executor
-            .call_tool(&name, input, self.caller(&ctx), Some(Arc::new(hooks) as Arc<dyn CallHooks>), ctx.ct.clone())
+            .call_tool_in(
+                &name,
+                input,
+                self.caller(&ctx),
+                Some(Arc::new(hooks) as Arc<dyn CallHooks>),
+                ctx.ct.clone(),
+                self.skills(&self.session, &ctx),
+            )
             .await;
         // The hooks are dropped: let the last progress notifications go out before the
         // result.
@@ -457,6 +490,85 @@ impl CodemodeServer {
             )),
             Err(CallError::NoSuchTool(why)) => Err(ErrorData::invalid_params(why, None)),
             Err(e) => Ok(CallToolResult::error(vec![ContentBlock::text(e.to_string())])),
+        }
+    }
+}
+
+/// Separate-tools mode's names for the deferred catalog's built-ins (seed 001's own),
+/// and the built-in each calls: offered when the catalog has skills or private tools.
+const DEFERRED_TOOLS: [(&str, &str, &str); 3] = [
+    ("load_skill", "skills.load", "Loads a skill: resolves with its instructions (its SKILL.md) and the tools it unlocks, which are listed from then on (the list changes). Input: { name }."),
+    ("load_tool", "skills.loadTool", "Loads one tool a skill owns by name (`plugin.tool`), so it is listed from then on. Input: { name }."),
+    ("discover", "skills.discover", "Finds tools and skills for what you need to do, best first (5 unless topK says otherwise). Input: { query, plugin?, topK? }."),
+];
+
+impl CodemodeServer {
+    /// Whether the catalog has anything to load (skills or private tools).
+    fn has_deferred(catalog: &Catalog) -> bool {
+        catalog.skills().next().is_some()
+            || catalog.plugins().any(|(_, mut tools)| tools.any(|t| t.definition.owner.is_some()))
+    }
+
+    /// The built-in a separate tool named `name` calls, when it is one of
+    /// [`DEFERRED_TOOLS`] and the catalog has something to load.
+    fn deferred_builtin(&self, name: &str) -> Option<&'static str> {
+        if self.shared.config.mode != ServerMode::Tools || !Self::has_deferred(&self.shared.executor.catalog()) {
+            return None;
+        }
+        DEFERRED_TOOLS.iter().find(|(tool, _, _)| *tool == name).map(|(_, builtin, _)| *builtin)
+    }
+
+    /// This session's tools list in separate-tools mode when the catalog has skills:
+    /// `listed`, the deferred catalog's three tools, and the private tools the session
+    /// may call now. `None` otherwise (everyone shares `listed`).
+    fn session_tools(&self, listed: &PagedTools) -> Option<Vec<McpTool>> {
+        let catalog = self.shared.executor.catalog();
+        if self.shared.config.mode != ServerMode::Tools || !Self::has_deferred(&catalog) {
+            return None;
+        }
+        let skills = Arc::clone(
+            self.session.skills.get_or_init(|| Arc::new(SkillSession::new(self.shared.config.load_settings()))),
+        );
+        let mut tools = listed.all().to_vec();
+        for (name, _, description) in DEFERRED_TOOLS {
+            let schema = if name == "discover" {
+                json!({ "type": "object", "properties": { "query": { "type": "string" }, "plugin": { "type": "string" }, "topK": { "type": "integer", "minimum": 1, "maximum": 50 } }, "required": ["query"] })
+            } else {
+                json!({ "type": "object", "properties": { "name": { "type": "string" } }, "required": ["name"] })
+            };
+            tools.push(McpTool::new(name, description, object(schema)));
+        }
+        let naming = self.shared.config.tool_names;
+        for (plugin, plugin_tools) in catalog.plugins() {
+            for tool in plugin_tools.filter(|t| t.definition.owner.is_some() && skills.shows(plugin, t)) {
+                tools.push(separate_tool(&catalog, naming, plugin, tool));
+            }
+        }
+        Some(usable_separate_tools(tools))
+    }
+
+    /// Separate-tools mode's `load_skill`, `load_tool` or `discover`: the built-in on
+    /// this session, then, after a load, `notifications/tools/list_changed` (the
+    /// session's list now holds the loaded tools).
+    async fn call_deferred(
+        &self,
+        builtin: &str,
+        arguments: Option<serde_json::Map<String, Value>>,
+        ctx: RequestContext<RoleServer>,
+    ) -> CallToolResult {
+        let input = Value::Object(arguments.unwrap_or_default());
+        let Ok(raw) = serde_json::value::RawValue::from_string(input.to_string()) else {
+            return CallToolResult::error(vec![ContentBlock::text("the input cannot be read as JSON")]);
+        };
+        let skills = self.skills(&self.session, &ctx);
+        match self.shared.executor.call_builtin(builtin, raw, self.caller(&ctx), skills).await {
+            protocol::ToolAnswer::Resolve(text) => {
+                if builtin != "skills.discover" {
+                    let _ = ctx.peer.notify_tool_list_changed().await;
+                }
+                CallToolResult::success(vec![ContentBlock::text(text.get().to_string())])
+            }
+            protocol::ToolAnswer::Reject(why) => CallToolResult::error(vec![ContentBlock::text(why)]),
         }
     }
 }
@@ -608,6 +720,12 @@ impl ServerHandler for CodemodeServer {
         _ctx: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
         let listed = self.tools();
+        if let Some(own) = self.session_tools(&listed) {
+            // Separate-tools mode with skills: the session's own list (the deferred
+            // catalog's tools, and the private tools it loaded), in one page.
+            let ttl = u64::try_from(codemode_plugin_runtimes::CHANGE_INTERVAL.as_millis()).unwrap_or(u64::MAX);
+            return Ok(ListToolsResult::with_all_items(own).with_ttl_ms(ttl).with_cache_scope(CacheScope::Private));
+        }
         let cursor = request.and_then(|r| r.cursor);
         let (tools, next) = listed.page(cursor.as_deref()).map_err(|why| ErrorData::invalid_params(why, None))?;
         // 2026-07-28 cache hints: the list is the same for every caller, and a plugin's

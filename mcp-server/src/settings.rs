@@ -85,6 +85,35 @@ pub struct ServerConfig {
     /// `$XDG_DATA_HOME/codemode/models/all-MiniLM-L6-v2`, then the container image's
     /// copy (`codemode_core::tool::semantic::find_model`).
     pub search_model: Option<String>,
+    /// Seed 001's `maxLoadedPerSession`: tools one session may have loaded at once
+    /// (`tools.$skills.load`/`loadTool`); loading more unloads the least recently used.
+    #[serde(default = "default_max_loaded")]
+    pub max_loaded_per_session: usize,
+    /// Seed 001's `alwaysLoadedTools`: tools private to a skill that every session may
+    /// call without loading them (`plugin.tool`, or a tool name for that tool of any
+    /// plugin).
+    #[serde(default)]
+    pub always_loaded_tools: Vec<String>,
+    /// The agent every session selects (seed 001's `agents/<name>/`, written `name` or
+    /// `plugin/name`; `--agent` overrides): its files join the instructions and its
+    /// private tools and skills unlock. A client may select one more for its session
+    /// with the request `_meta` key `codemode/agent`.
+    pub agent: Option<String>,
+}
+
+impl ServerConfig {
+    /// How sessions load skills and tools (`codemode_core::tool::skills`).
+    pub fn load_settings(&self) -> codemode_core::tool::skills::LoadSettings {
+        codemode_core::tool::skills::LoadSettings {
+            max_loaded: self.max_loaded_per_session,
+            always_loaded: self.always_loaded_tools.clone(),
+            agents: self.agent.iter().cloned().collect(),
+        }
+    }
+}
+
+fn default_max_loaded() -> usize {
+    codemode_core::tool::skills::DEFAULT_MAX_LOADED
 }
 
 fn default_state_key_env() -> String {
@@ -152,6 +181,9 @@ impl Default for ServerConfig {
             catalog_budget: CatalogBudget::DEFAULT,
             tool_names: ToolNames::Own,
             client_logs: None,
+            max_loaded_per_session: default_max_loaded(),
+            always_loaded_tools: Vec::new(),
+            agent: None,
         }
     }
 }

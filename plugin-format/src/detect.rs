@@ -6,10 +6,13 @@
 //!    script (it assigns `globalThis.tools.<name>`); the plugin's folder is the file's.
 //! 2. the folder has `manifest.json`: `manifest`;
 //! 3. the folder has `tools/*.tool.{ts,mts,js,mjs}`: `plico`;
-//! 4. the folder has `tools/<name>/index.{ts,mts,js,mjs}`: `zhin` (agent- and
-//!    skill-private tools under `agents/` and `skills/` are listed as skipped); or
-//!    exactly one top-level module imports `zhin.js` and default-exports (zhin.js's
-//!    Path Two, `definePlugin({ name, setup })`);
+//! 4. the folder has `tools/<name>/index.{ts,mts,js,mjs}`, or tools private to a
+//!    skill or an agent (`skills/<s>/tools/<name>/index.ts`, `agents/<a>/tools/...`,
+//!    `agents/<a>/skills/<s>/tools/...`): `zhin`, with its skills, agents and `AGENTS.md`
+//!    ([`crate::skills::guidance`]); a private tool is named as seed 001 qualifies it
+//!    (its owner's names and its own joined with `__`: `short-url__normalize`) and
+//!    carries its owner's folder; or exactly one top-level module imports `zhin.js` and
+//!    default-exports (zhin.js's Path Two, `definePlugin({ name, setup })`);
 //! 5. exactly one other module at the folder's top level default-exports (`podcode`) or
 //!    assigns `globalThis.tools` (`globals`).
 //!
@@ -20,6 +23,7 @@ use std::path::{Path, PathBuf};
 
 use protocol::manifest::{Manifest, ManifestError, MANIFEST_FILE};
 
+use crate::skills::GuidanceError;
 use crate::sniff::{sniff, SniffError};
 use crate::Format;
 
@@ -38,8 +42,12 @@ const SNIFF_STACK_BYTES: usize = 64 * 1024 * 1024;
 pub struct Entry {
     /// Its path inside the plugin's folder, `/`-separated (`tools/echo/index.ts`).
     pub module: String,
-    /// The tool name the layout gives it (`zhin`: its folder's name).
+    /// The tool name the layout gives it (`zhin`: its folder's name, qualified with
+    /// its owner's for a private tool).
     pub tool: Option<String>,
+    /// The folder of the skill or agent the tool is private to (`skills/short-url`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub owner: Option<String>,
 }
 
 /// A plugin's layout: its format, its folder and the modules to load. Serialized, it is
@@ -66,6 +74,10 @@ pub struct Layout {
     /// `host.workspace`), shown when it loads and enforced by the host.
     #[serde(default)]
     pub permissions: Permissions,
+    /// Seed 001's skills, agents and `AGENTS.md` (empty for the other formats; boxed,
+    /// since most layouts have none).
+    #[serde(default, skip_serializing_if = "no_guidance")]
+    pub guidance: Box<protocol::skills::Guidance>,
 }
 
 /// The permissions a plugin's code derives; [`Permissions::names`] says them.
@@ -92,6 +104,11 @@ impl Permissions {
             .map(|(_, name)| name.to_string())
             .collect()
     }
+}
+
+/// True for a layout with no skills, agents or `AGENTS.md` (left out of the report).
+fn no_guidance(guidance: &protocol::skills::Guidance) -> bool {
+    guidance.is_empty()
 }
 
 /// Why a plugin's format could not be told.
@@ -134,6 +151,9 @@ pub enum FormatError {
         /// What fits.
         found: String,
     },
+    /// A skill or an agent of the plugin cannot be read.
+    #[error(transparent)]
+    Guidance(#[from] GuidanceError),
     /// The forced format's files are not there.
     #[error("{path} is not a {format} plugin: that format is {layout}")]
     NotThatFormat {
@@ -176,7 +196,7 @@ fn detect_here(path: &Path, forced: Option<Format>) -> Result<Layout, FormatErro
         let layout = match format {
             Format::Manifest => manifest_layout(path, &listing)?,
             Format::Plico => plico_layout(path, &listing),
-            Format::Zhin => match zhin_layout(path, &listing) {
+            Format::Zhin => match zhin_layout(path, &listing)? {
                 Some(layout) => Some(layout),
                 None => {
                     if top_level.is_none() {
@@ -267,11 +287,12 @@ fn single_file(path: &Path, forced: Option<Format>) -> Result<Layout, FormatErro
         format,
         root,
         only_file: Some(name.clone()),
-        entries: vec![Entry { module: name, tool: None }],
+        entries: vec![Entry { module: name, tool: None, owner: None }],
         manifest: None,
         declared_hosts,
         skipped: Vec::new(),
         permissions,
+        guidance: Default::default(),
     })
 }
 
@@ -284,7 +305,7 @@ fn manifest_layout(path: &Path, listing: &Listing) -> Result<Option<Layout>, For
     let entries = manifest
         .main
         .iter()
-        .map(|main| Entry { module: main.trim_start_matches("./").to_string(), tool: None })
+        .map(|main| Entry { module: main.trim_start_matches("./").to_string(), tool: None, owner: None })
         .collect();
     let declared_hosts = manifest.net_hosts().to_vec();
     Ok(Some(Layout {
@@ -296,6 +317,7 @@ fn manifest_layout(path: &Path, listing: &Listing) -> Result<Option<Layout>, For
         declared_hosts,
         skipped: Vec::new(),
         permissions: Permissions::default(),
+        guidance: Default::default(),
     }))
 }
 
@@ -305,7 +327,7 @@ fn plico_layout(path: &Path, listing: &Listing) -> Option<Layout> {
         .tools_files
         .iter()
         .filter(|f| MODULE_EXTENSIONS.iter().any(|ext| f.ends_with(&format!(".tool.{ext}"))))
-        .map(|f| Entry { module: format!("tools/{f}"), tool: None })
+        .map(|f| Entry { module: format!("tools/{f}"), tool: None, owner: None })
         .collect();
     entries.sort_by(|a, b| a.module.cmp(&b.module));
     (!entries.is_empty()).then(|| Layout {
@@ -317,36 +339,49 @@ fn plico_layout(path: &Path, listing: &Listing) -> Option<Layout> {
         declared_hosts: Vec::new(),
         skipped: Vec::new(),
         permissions: Permissions::default(),
+        guidance: Default::default(),
     })
 }
 
-/// Seed 001: `tools/<name>/index.ts`; private tools are skipped, by name.
-fn zhin_layout(path: &Path, listing: &Listing) -> Option<Layout> {
-    let entries: Vec<Entry> = listing
+/// Seed 001: `tools/<name>/index.ts`, the tools private to skills and agents (named
+/// and owned as the module docs say), and the plugin's skills, agents and `AGENTS.md`.
+fn zhin_layout(path: &Path, listing: &Listing) -> Result<Option<Layout>, FormatError> {
+    let mut entries: Vec<Entry> = listing
         .tools_dirs
         .iter()
         .filter_map(|dir| index_module(&path.join("tools").join(dir)).map(|index| (dir, index)))
-        .map(|(dir, index)| Entry { module: format!("tools/{dir}/{index}"), tool: Some(dir.clone()) })
+        .map(|(dir, index)| Entry { module: format!("tools/{dir}/{index}"), tool: Some(dir.clone()), owner: None })
         .collect();
-    if entries.is_empty() {
-        return None;
-    }
-    let mut skipped = Vec::new();
-    for (owner, pattern) in
-        [("agents", "agents/*/tools"), ("skills", "skills/*/tools"), ("agents", "agents/*/skills/*/tools")]
-    {
+    for pattern in ["skills/*/tools", "agents/*/tools", "agents/*/skills/*/tools"] {
         for tools in glob_dirs(path, pattern) {
+            let owner = tools.trim_end_matches("/tools").to_string();
+            // The owner's names without the kind folders: `reviewer__review` for
+            // `agents/reviewer/skills/review`.
+            let qualifier: Vec<&str> =
+                owner.split('/').enumerate().filter(|(i, _)| i % 2 == 1).map(|(_, s)| s).collect();
             for tool in subdirs(&path.join(&tools)) {
-                if index_module(&path.join(&tools).join(&tool)).is_some() {
-                    skipped.push(format!(
-                        "{tools}/{tool}: a tool private to {}; codemode has no {owner} to select, so it offers only the root tools/ (move it there to offer it)",
-                        if owner == "agents" { "an agent" } else { "a skill" }
-                    ));
+                if let Some(index) = index_module(&path.join(&tools).join(&tool)) {
+                    entries.push(Entry {
+                        module: format!("{tools}/{tool}/{index}"),
+                        tool: Some(format!("{}__{tool}", qualifier.join("__"))),
+                        owner: Some(owner.clone()),
+                    });
                 }
             }
         }
     }
-    Some(Layout {
+    if entries.is_empty() {
+        return Ok(None);
+    }
+    let mut skipped = Vec::new();
+    for pattern in ["hooks/*", "skills/*/hooks/*", "agents/*/hooks/*", "agents/*/skills/*/hooks/*"] {
+        for hook in glob_dirs(path, pattern) {
+            skipped.push(format!(
+                "{hook}: a hook of the agent's turns; code mode has no turns to hook, so it is not loaded"
+            ));
+        }
+    }
+    Ok(Some(Layout {
         format: Format::Zhin,
         root: path.into(),
         only_file: None,
@@ -355,7 +390,8 @@ fn zhin_layout(path: &Path, listing: &Listing) -> Option<Layout> {
         declared_hosts: Vec::new(),
         skipped,
         permissions: Permissions::default(),
-    })
+        guidance: Box::new(crate::skills::guidance(path)?),
+    }))
 }
 
 /// A folder's top-level modules with what their top levels show (within the caps).
@@ -411,11 +447,12 @@ fn top_level_layout(
                 format,
                 root: path.into(),
                 only_file: None,
-                entries: vec![Entry { module: file, tool: None }],
+                entries: vec![Entry { module: file, tool: None, owner: None }],
                 manifest: None,
                 declared_hosts,
                 skipped: Vec::new(),
                 permissions,
+                guidance: Default::default(),
             }))
         }
         _ => Err(FormatError::Ambiguous {
@@ -578,27 +615,84 @@ mod tests {
     }
 
     #[test]
-    fn zhin_tools_are_named_after_their_folders_and_private_ones_are_skipped() {
+    fn zhin_tools_are_named_after_their_folders_and_private_ones_after_their_owners() {
         let dir = folder(&[
             ("tools/short-url/index.ts", "export default 1"),
             ("tools/short-url/client.ts", ""),
             ("tools/echo/index.mjs", "export default 1"),
             ("tools/notes.md", ""),
             ("tools/empty/README.md", ""),
+            ("agents/reviewer/agent.json", r#"{ "description": "Reviews changes", "tools": ["short-url"] }"#),
+            ("agents/reviewer/system.md", "You review."),
+            ("agents/reviewer/boundaries.md", "Never merge."),
+            ("agents/reviewer/conventions.md", ""),
             ("agents/reviewer/tools/check-result/index.ts", ""),
+            (
+                "skills/short-url/SKILL.md",
+                "---\nname: short-url\ndescription: Shorten and normalize links\n---\nNormalize first.\n",
+            ),
             ("skills/short-url/tools/normalize/index.ts", ""),
+            ("agents/reviewer/skills/review/SKILL.md", "---\ndescription: Review a result\n---\nCheck it.\n"),
             ("agents/reviewer/skills/review/tools/check-result/index.ts", ""),
+            ("agents/reviewer/hooks/audit/index.ts", ""),
             ("AGENTS.md", "# rules"),
         ]);
         let layout = detect(&dir, None).unwrap();
         assert_eq!(layout.format, Format::Zhin);
+        let owned: Vec<(&str, Option<&str>, Option<&str>)> =
+            layout.entries.iter().map(|e| (e.module.as_str(), e.tool.as_deref(), e.owner.as_deref())).collect();
         assert_eq!(
-            modules(&layout),
-            [("tools/echo/index.mjs", Some("echo")), ("tools/short-url/index.ts", Some("short-url"))]
+            owned,
+            [
+                ("tools/echo/index.mjs", Some("echo"), None),
+                ("tools/short-url/index.ts", Some("short-url"), None),
+                ("skills/short-url/tools/normalize/index.ts", Some("short-url__normalize"), Some("skills/short-url")),
+                (
+                    "agents/reviewer/tools/check-result/index.ts",
+                    Some("reviewer__check-result"),
+                    Some("agents/reviewer")
+                ),
+                (
+                    "agents/reviewer/skills/review/tools/check-result/index.ts",
+                    Some("reviewer__review__check-result"),
+                    Some("agents/reviewer/skills/review")
+                ),
+            ]
         );
-        assert_eq!(layout.skipped.len(), 3, "{:?}", layout.skipped);
-        assert!(layout.skipped[0].starts_with("agents/reviewer/tools/check-result: a tool private to an agent"));
-        assert!(layout.skipped[1].starts_with("skills/short-url/tools/normalize: a tool private to a skill"));
+        assert_eq!(
+            layout.skipped,
+            ["agents/reviewer/hooks/audit: a hook of the agent's turns; code mode has no turns to hook, so it is not loaded"]
+        );
+        let guidance = &layout.guidance;
+        assert_eq!(guidance.main_agent.as_deref(), Some("# rules"));
+        let skills: Vec<(&str, &str, &str, Option<&str>)> = guidance
+            .skills
+            .iter()
+            .map(|s| (s.name.as_str(), s.description.as_str(), s.instructions.as_str(), s.agent.as_deref()))
+            .collect();
+        assert_eq!(
+            skills,
+            [
+                ("short-url", "Shorten and normalize links", "Normalize first.", None),
+                ("review", "Review a result", "Check it.", Some("reviewer")),
+            ]
+        );
+        let agent = &guidance.agents[0];
+        assert_eq!((agent.name.as_str(), agent.description.as_str()), ("reviewer", "Reviews changes"));
+        assert_eq!(
+            agent.instructions,
+            "## reviewer: system.md\n\nYou review.\n\n## reviewer: boundaries.md\n\nNever merge."
+        );
+    }
+
+    #[test]
+    fn a_skill_without_its_file_or_an_agent_without_its_files_is_an_error() {
+        let dir = folder(&[("tools/a/index.ts", ""), ("skills/x/tools/y/index.ts", "")]);
+        let e = detect(&dir, None).unwrap_err().to_string();
+        assert!(e.ends_with("skills/x: a skill folder without SKILL.md: write one with a front matter (---, name: ..., description: ..., ---) and the skill's instructions"), "{e}");
+        let dir = folder(&[("tools/a/index.ts", ""), ("agents/r/agent.json", "{}"), ("agents/r/system.md", "s")]);
+        let e = detect(&dir, None).unwrap_err().to_string();
+        assert!(e.ends_with("agents/r: an agent folder without boundaries.md: every agent has agent.json, system.md, boundaries.md, conventions.md (seed 001)"), "{e}");
     }
 
     #[test]

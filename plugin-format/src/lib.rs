@@ -9,7 +9,7 @@
 //! | format | seed | what marks it | modules loaded |
 //! |---|---|---|---|
 //! | `manifest` | 000 | `manifest.json` | its `main` (`activate(api)`, or `runPlugin` of `convergence/effect`) |
-//! | `zhin` | 001 | `tools/<name>/index.ts` | every such `index`, the tool named after its folder |
+//! | `zhin` | 001 | `tools/<name>/index.ts` (or a skill's or agent's `tools/`) | every such `index`, the tool named after its folder; skills, agents, `AGENTS.md` ([`skills`]) |
 //! | `plico` | 002 | `tools/*.tool.ts` | every such file |
 //! | `globals` | 003 | one script assigning `globalThis.tools.<name>` | that script |
 //! | `podcode` | 004 | one module whose default export has `server` | that module |
@@ -23,6 +23,7 @@
 
 pub mod detect;
 pub mod nesting;
+pub mod skills;
 pub mod sniff;
 
 pub use detect::{detect, Entry, FormatError, Layout};

@@ -79,6 +79,11 @@ pub struct PluginHost {
     approvals: std::collections::HashMap<String, Vec<String>>,
     /// One-line summaries by plugin, from the configuration.
     summaries: std::collections::HashMap<String, String>,
+    /// Skills, agents and `AGENTS.md` by plugin (seed 001, from its files), put in the
+    /// catalog while the plugin is available.
+    guidance: std::collections::HashMap<String, codemode_core::tool::skills::Guidance>,
+    /// Skills of no plugin (`[[skills]]` folders).
+    standalone_skills: Vec<codemode_core::tool::skills::Skill>,
     /// The scopes offered (tools of other scopes are left out).
     scopes: Vec<String>,
     /// Where the catalogs this host rebuilds go, and the current one is read from (the
@@ -167,6 +172,8 @@ impl PluginHost {
             base,
             approvals: Default::default(),
             summaries: Default::default(),
+            guidance: Default::default(),
+            standalone_skills: Vec::new(),
             scopes: Vec::new(),
             feed: Mutex::new(None),
             rebuilding: tokio::sync::Mutex::new(()),
@@ -193,6 +200,18 @@ impl PluginHost {
     /// Gives plugins their one-line summaries (shown for large catalogs), by plugin.
     pub fn with_summaries(mut self, summaries: std::collections::HashMap<String, String>) -> Self {
         self.summaries = summaries;
+        self
+    }
+
+    /// Each plugin's skills, agents and `AGENTS.md` (seed 001), and the skills of no
+    /// plugin (`[[skills]]` folders): in the catalog beside the tools.
+    pub fn with_skills(
+        mut self,
+        guidance: std::collections::HashMap<String, codemode_core::tool::skills::Guidance>,
+        standalone: Vec<codemode_core::tool::skills::Skill>,
+    ) -> Self {
+        self.guidance = guidance;
+        self.standalone_skills = standalone;
         self
     }
 
@@ -331,6 +350,10 @@ impl PluginHost {
                 continue;
             }
             for tool in &listing.tools {
+                if let Some(why) = self.unknown_owner(plugin, tool) {
+                    problems.push(LoadProblem { plugin: plugin.clone(), reason: why, severity: Severity::Problem });
+                    continue;
+                }
                 if let Err(e) = catalog.add(plugin, tool.clone()) {
                     problems.push(LoadProblem {
                         plugin: plugin.clone(),
@@ -343,7 +366,29 @@ impl PluginHost {
         for (plugin, summary) in &self.summaries {
             catalog.set_summary(plugin, summary);
         }
+        for (plugin, guidance) in &self.guidance {
+            if listings.get(plugin).is_some_and(|l| l.unavailable.is_none()) {
+                catalog.set_guidance(plugin, guidance.clone());
+            }
+        }
+        catalog.add_standalone_skills(self.standalone_skills.iter().cloned());
         (catalog, problems)
+    }
+
+    /// Why `tool` of `plugin` is refused, when it names an owner (`owner`, seed 001's
+    /// private tools) that is none of the plugin's skills and agents: it could never be
+    /// unlocked.
+    fn unknown_owner(&self, plugin: &str, tool: &Tool) -> Option<String> {
+        let owner = tool.definition.owner.as_deref()?;
+        let guidance = self.guidance.get(plugin);
+        let known = guidance
+            .is_some_and(|g| g.skills.iter().any(|s| s.folder == owner) || g.agents.iter().any(|a| a.folder == owner));
+        (!known).then(|| {
+            format!(
+                "tool {} is not offered: it is private to {owner:?}, which is none of the plugin's skills (a folder with SKILL.md) and agents",
+                tool.definition.name
+            )
+        })
     }
 
     /// Asks only `plugins` for their tools again, rebuilds the catalog from every

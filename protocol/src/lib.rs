@@ -14,6 +14,7 @@
 //!   the plugin runtime alike.
 //! - [`mcp`] mirrors MCP's `Tool` and `CallToolResult` (every content kind);
 //!   [`plugin`] is the plugin wire format (JSON-RPC lines) as typed messages.
+//! - [`skills`] is seed 001's skills and agents as a plugin's layout reports them.
 //! - [`template`] is the small control channel between the host and the pristine
 //!   template process that forks one worker per program.
 //! - [`worker`] is the rest of the host ↔ worker contract: the worker's command line,
@@ -31,6 +32,7 @@ pub mod manifest;
 pub mod mcp;
 pub mod message;
 pub mod plugin;
+pub mod skills;
 pub mod template;
 pub mod worker;
 

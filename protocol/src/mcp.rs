@@ -370,6 +370,12 @@ pub struct Tool {
     /// Seed 000's `scope`: the tool is offered only where this scope is configured.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub scope: Option<String>,
+    /// codemode's addition: the folder of the skill or agent the tool is private to
+    /// (seed 001: `skills/short-url`, `agents/reviewer`, `agents/reviewer/skills/review`;
+    /// see [`crate::skills`]): callable and declared only once a session loaded that
+    /// skill or selected that agent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub owner: Option<String>,
 }
 
 /// When a person must approve a tool's calls (codemode's `requiresApproval`): written
@@ -432,6 +438,12 @@ impl Tool {
     pub fn with_output_schema(mut self, schema: Value) -> Self {
         self.output_schema = Some(schema);
         self
+    }
+
+    /// Whether every session is shown the tool from the start (declared, listed,
+    /// searched): neither `hidden` nor private to a skill or an agent (`owner`).
+    pub fn is_public(&self) -> bool {
+        !self.hidden && self.owner.is_none()
     }
 }
 

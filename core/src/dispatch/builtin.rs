@@ -8,7 +8,10 @@
 //!   several): the catalog's best tools for the query ([`crate::tool::search`]: by
 //!   meaning and words when a search model is installed, by words otherwise), each
 //!   with its TypeScript declaration, its score and the ranker's name, so a program can
-//!   discover a tool and call it in the same run.
+//!   discover a tool and call it in the same run; what the calling session cannot call
+//!   (a hidden tool, a skill's tool it has not loaded) is never a hit.
+//! - `skills.load`, `skills.loadTool`, `skills.discover` (`tools.$skills.*`): seed 001's
+//!   deferred catalog, in [`super::skills`].
 
 use protocol::ToolAnswer;
 use serde::Deserialize;
@@ -59,22 +62,29 @@ pub trait Builtin: Send + Sync + 'static {
     fn call(&self, env: &BuiltinEnv<'_>, input: &str) -> ToolAnswer;
 }
 
-/// What a built-in reads: the current catalog, and the search model when one is
-/// installed.
+/// What a built-in reads: the current catalog, the search model when one is
+/// installed, and what the calling session has loaded.
 pub struct BuiltinEnv<'a> {
     /// The catalog plugins are in now.
     pub catalog: &'a Catalog,
     /// The search model.
     pub semantic: Option<&'a Semantic>,
+    /// What the calling session loaded and selected (skills, private tools, agents).
+    pub skills: &'a crate::tool::skills::SkillSession,
 }
 
 /// The built-ins, by name.
 pub struct Builtins(Vec<std::sync::Arc<dyn Builtin>>);
 
 impl Default for Builtins {
-    /// codemode's own: `tools.$search`.
+    /// codemode's own: `tools.$search` and `tools.$skills.*`.
     fn default() -> Self {
-        Self(vec![std::sync::Arc::new(Search)])
+        Self(vec![
+            std::sync::Arc::new(Search),
+            std::sync::Arc::new(super::skills::Load),
+            std::sync::Arc::new(super::skills::LoadTool),
+            std::sync::Arc::new(super::skills::Discover),
+        ])
     }
 }
 
@@ -104,7 +114,7 @@ impl Builtin for Search {
 
     fn call(&self, env: &BuiltinEnv<'_>, input: &str) -> ToolAnswer {
         match serde_json::from_str::<SearchInput>(input) {
-            Ok(input) => search(env.catalog, env.semantic, input),
+            Ok(input) => search(env, input),
             Err(e) => ToolAnswer::Reject(format!(
                 "tools.$search: {e}; call it as tools.$search(\"what the tool does\"), tools.$search([\"one phrasing\", \"another\"]) or tools.$search(query, {{ plugin: \"name\", limit: 10 }})"
             )),
@@ -123,7 +133,8 @@ pub fn search_ranker(semantic: Option<&Semantic>, dense_ready: bool) -> String {
     }
 }
 
-fn search(catalog: &Catalog, semantic: Option<&Semantic>, input: SearchInput) -> ToolAnswer {
+fn search(env: &BuiltinEnv<'_>, input: SearchInput) -> ToolAnswer {
+    let (catalog, semantic) = (env.catalog, env.semantic);
     let queries = match input.query {
         Query::One(query) => vec![query],
         Query::Several(queries) => queries,
@@ -152,11 +163,18 @@ fn search(catalog: &Catalog, semantic: Option<&Semantic>, input: SearchInput) ->
     }
     let index = catalog.search_index();
     let ranker = search_ranker(semantic, index.has_dense());
-    let hits = index.search_phrasings(&queries, input.plugin.as_deref(), limit, semantic);
+    // Skills and the tools this session cannot call are ranked too (for
+    // `tools.$skills.discover`) but are no hits of a search: ask for as many more.
+    let unshown = catalog.skills().count()
+        + catalog
+            .plugins()
+            .map(|(p, tools)| tools.filter(|t| t.definition.owner.is_some() && !env.skills.shows(p, t)).count())
+            .sum::<usize>();
+    let hits = index.search_phrasings(&queries, input.plugin.as_deref(), limit + unshown, semantic);
     let found: Vec<Value> = hits
         .iter()
         .filter_map(|hit| {
-            let tool = catalog.get(&hit.plugin, &hit.tool)?;
+            let tool = catalog.get(&hit.plugin, &hit.tool).filter(|t| env.skills.shows(&hit.plugin, t))?;
             Some(json!({
                 "call": format!("tools{}{}", access_path(&hit.plugin), access_path(&hit.tool)),
                 "plugin": hit.plugin,
@@ -167,16 +185,22 @@ fn search(catalog: &Catalog, semantic: Option<&Semantic>, input: SearchInput) ->
                 "ranker": ranker,
             }))
         })
+        .take(limit)
         .collect();
-    match RawValue::from_string(Value::Array(found).to_string()) {
+    answer_json("tools.$search", &Value::Array(found))
+}
+
+/// A built-in's answer: `value` as JSON text (`who` names the built-in if that fails).
+pub(super) fn answer_json(who: &str, value: &Value) -> ToolAnswer {
+    match RawValue::from_string(value.to_string()) {
         Ok(raw) => ToolAnswer::Resolve(raw),
-        Err(e) => ToolAnswer::Reject(format!("tools.$search: {e}")),
+        Err(e) => ToolAnswer::Reject(format!("{who}: {e}")),
     }
 }
 
 /// Why `query` is larger than a search takes, if it is: the work a search does grows
 /// with its words, and the host does it for the program.
-fn query_too_large(query: &str) -> Option<String> {
+pub(super) fn query_too_large(query: &str) -> Option<String> {
     let chars = query.chars().count();
     let words = query.split_whitespace().count();
     if chars <= MAX_QUERY_CHARS && words <= MAX_QUERY_WORDS {
@@ -209,7 +233,7 @@ mod tests {
     fn answer(catalog: &Catalog, semantic: Option<&Semantic>, name: &str, input: &str) -> ToolAnswer {
         let builtins = Builtins::default();
         match builtins.get(name) {
-            Some(b) => b.call(&BuiltinEnv { catalog, semantic }, input),
+            Some(b) => b.call(&BuiltinEnv { catalog, semantic, skills: &Default::default() }, input),
             None => ToolAnswer::Reject(builtins.unknown(name)),
         }
     }

@@ -17,12 +17,15 @@
 //! The front end shapes the result for its reader: a program's call resolves or
 //! rejects ([`crate::tool::Tool::answer`]), an MCP client reads a `CallToolResult`.
 //!
-//! Calls to codemode itself (`tools.$search`) are the registered built-ins of
-//! [`builtin`]: the worker sends them under [`builtin::BUILTIN_PLUGIN`], and they run
-//! on the host's blocking pool within the program's host-CPU budget.
+//! Calls to codemode itself (`tools.$search`, `tools.$skills.*`) are the registered
+//! built-ins of [`builtin`] (seed 001's deferred catalog in [`skills`]): the worker
+//! sends them under [`builtin::BUILTIN_PLUGIN`], and they run on the host's blocking
+//! pool within the program's host-CPU budget. A tool private to a skill or an agent is
+//! found like any other, then refused until the calling session unlocked it.
 
 pub mod approval;
 pub mod builtin;
+mod skills;
 
 use std::sync::{Arc, RwLock};
 
@@ -185,6 +188,9 @@ pub struct CallScope {
     /// The change journal: what the program's calls recorded changing
     /// ([`crate::outcome::CHANGES_META`]), in the order they answered.
     pub(crate) changes: std::sync::Mutex<Vec<crate::outcome::RecordedChange>>,
+    /// What the calling session loaded and selected: a tool private to a skill or an
+    /// agent runs only once it is unlocked there ([`crate::tool::skills`]).
+    pub(crate) skills: Arc<crate::tool::skills::SkillSession>,
 }
 
 impl CallScope {
@@ -286,6 +292,11 @@ async fn run(
     cancel: CancellationToken,
 ) -> Result<Called, (Option<String>, CallError)> {
     let (plugin, tool) = scope.find(name).await.map_err(|e| (None, e))?;
+    // A private tool of a skill or agent the session has not unlocked is not there for it.
+    if let crate::tool::skills::Access::Locked(why) = scope.skills.access(&plugin, &tool) {
+        return Err((None, CallError::NoSuchTool(why)));
+    }
+    scope.skills.touch(&plugin, &tool.definition.name);
     let hooks = scope.hooks.as_ref();
     let finished = |ok: bool| {
         if let Some(h) = hooks {
@@ -355,6 +366,12 @@ pub(crate) async fn serve_call(
     (call_id, answer)
 }
 
+/// A built-in call made by a front end rather than a program (separate-tools mode's
+/// `load_skill`, `load_tool`, `discover`): the same limits as a program's.
+pub(crate) async fn builtin_for(scope: &CallScope, tool: &str, input: Box<RawValue>) -> ToolAnswer {
+    call_builtin(scope, tool.to_string(), input).await
+}
+
 /// A built-in call (`tools.$<tool>`): off the session's task (the host's runtime
 /// threads also serve every other program and the health endpoints), under the
 /// program's wall clock (the session stops waiting for it at the limit), one at a time
@@ -379,10 +396,11 @@ async fn call_builtin(scope: &CallScope, tool: String, input: Box<RawValue>) -> 
     }
     let catalog = scope.current();
     let semantic = scope.semantic.clone();
+    let skills = Arc::clone(&scope.skills);
     let answered = tokio::task::spawn_blocking(move || {
         let started = thread_cpu();
-        let answer =
-            builtin.call(&builtin::BuiltinEnv { catalog: &catalog, semantic: semantic.as_deref() }, input.get());
+        let env = builtin::BuiltinEnv { catalog: &catalog, semantic: semantic.as_deref(), skills: &skills };
+        let answer = builtin.call(&env, input.get());
         (answer, thread_cpu().saturating_sub(started))
     })
     .await;

@@ -36,6 +36,7 @@ use crate::launcher::{
 use crate::limits::{LimitError, Limits};
 use crate::outcome::{Outcome, OutcomeKind, Phases};
 use crate::tool::semantic::Semantic;
+use crate::tool::skills::SkillSession;
 use crate::tool::{Caller, Catalog};
 
 /// Why an executor could not be built.
@@ -206,6 +207,7 @@ pub struct Program {
     cancel: Option<CancellationToken>,
     caller: Caller,
     hooks: Option<Arc<dyn CallHooks>>,
+    skills: Option<Arc<SkillSession>>,
 }
 
 impl Program {
@@ -236,6 +238,13 @@ impl Program {
     /// Hooks around each of its tool calls.
     pub fn hooks(mut self, hooks: Arc<dyn CallHooks>) -> Self {
         self.hooks = Some(hooks);
+        self
+    }
+
+    /// The session's loaded skills and tools and selected agents, shared with its other
+    /// programs (without it, the program is a session of its own).
+    pub fn skills(mut self, skills: Arc<SkillSession>) -> Self {
+        self.skills = Some(skills);
         self
     }
 
@@ -299,6 +308,7 @@ impl Executor {
         caller: Arc<Caller>,
         hooks: Option<Arc<dyn CallHooks>>,
         limits: &Limits,
+        skills: Arc<SkillSession>,
     ) -> CallScope {
         CallScope {
             catalog,
@@ -312,6 +322,7 @@ impl Executor {
             builtin_slots: Arc::clone(&self.builtin_slots),
             semantic: self.semantic.get().cloned(),
             changes: std::sync::Mutex::default(),
+            skills,
         }
     }
 
@@ -326,8 +337,37 @@ impl Executor {
         hooks: Option<Arc<dyn CallHooks>>,
         cancel: CancellationToken,
     ) -> Result<crate::dispatch::Called, crate::dispatch::CallError> {
-        let scope = self.scope(self.catalog(), Arc::new(caller), hooks, &self.limits);
+        self.call_tool_in(name, input, caller, hooks, cancel, Arc::default()).await
+    }
+
+    /// [`Executor::call_tool`] for a session that loaded skills or tools, or selected
+    /// agents ([`SkillSession`]): a private tool it unlocked runs too.
+    pub async fn call_tool_in(
+        &self,
+        name: &dyn crate::dispatch::Resolve,
+        input: serde_json::Value,
+        caller: Caller,
+        hooks: Option<Arc<dyn CallHooks>>,
+        cancel: CancellationToken,
+        skills: Arc<SkillSession>,
+    ) -> Result<crate::dispatch::Called, crate::dispatch::CallError> {
+        let scope = self.scope(self.catalog(), Arc::new(caller), hooks, &self.limits, skills);
         crate::dispatch::call(&scope, name, crate::dispatch::Input::Value(input), 0, cancel).await
+    }
+
+    /// Runs the built-in `name` (`skills.load`, `search`, ...) for a front end, with
+    /// `input` (JSON text), on `skills` (the calling session's), within the default
+    /// limits' host-CPU budget: separate-tools mode offers the deferred catalog's
+    /// built-ins as tools of their own.
+    pub async fn call_builtin(
+        &self,
+        name: &str,
+        input: Box<serde_json::value::RawValue>,
+        caller: Caller,
+        skills: Arc<SkillSession>,
+    ) -> protocol::ToolAnswer {
+        let scope = self.scope(self.catalog(), Arc::new(caller), None, &self.limits, skills);
+        crate::dispatch::builtin_for(&scope, name, input).await
     }
 
     /// Replaces the catalog; programs that start later see the new one, and every
@@ -394,7 +434,8 @@ impl Executor {
 
     /// [`Executor::run`] without the accounting.
     async fn run_program(&self, program: Program, id: u64) -> Outcome {
-        let Program { code, limits, cancel, caller, hooks } = program;
+        let Program { code, limits, cancel, caller, hooks, skills } = program;
+        let skills = skills.unwrap_or_default();
         let limits = limits.unwrap_or(self.limits);
         let cancel = cancel.unwrap_or_default();
         let started = Instant::now();
@@ -418,7 +459,8 @@ impl Executor {
             };
             let Launched { mut process, channel, warm, busy } = launched;
             tracing::debug!(pid = process.pid(), warm, "worker launched");
-            let scope = self.scope(Arc::clone(&catalog), Arc::clone(&caller), hooks.clone(), &limits);
+            let scope =
+                self.scope(Arc::clone(&catalog), Arc::clone(&caller), hooks.clone(), &limits, Arc::clone(&skills));
             let mut session =
                 Session::new(scope, limits, self.busy_poll, cancel.child_token(), Arc::clone(&self.tool_budget));
             // Serve on a runtime worker thread: that thread also polls the socket, so a

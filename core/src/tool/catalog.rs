@@ -111,6 +111,10 @@ pub struct Catalog {
     summaries: BTreeMap<String, String>,
     /// The search index, built on the first search and dropped by every change.
     index: IndexCache,
+    /// Each plugin's skills, agents and `AGENTS.md` (seed 001), when it has some.
+    guidance: BTreeMap<String, super::skills::Guidance>,
+    /// Skills of no plugin (`[[skills]]` folders of Agent Skills): instructions only.
+    standalone: Vec<super::skills::Skill>,
 }
 
 /// The catalog's search index, once built.
@@ -191,6 +195,47 @@ impl Catalog {
     /// A plugin's one-line summary, when it has one.
     pub fn summary(&self, plugin: &str) -> Option<&str> {
         self.summaries.get(plugin).map(String::as_str)
+    }
+
+    /// Sets a plugin's skills, agents and `AGENTS.md`.
+    pub fn set_guidance(&mut self, plugin: &str, guidance: super::skills::Guidance) {
+        if guidance.is_empty() {
+            self.guidance.remove(plugin);
+        } else {
+            self.guidance.insert(plugin.to_string(), guidance);
+        }
+        self.index = IndexCache::default();
+    }
+
+    /// A plugin's skills, agents and `AGENTS.md`, when it has some.
+    pub fn guidance(&self, plugin: &str) -> Option<&super::skills::Guidance> {
+        self.guidance.get(plugin)
+    }
+
+    /// Every plugin's skills, agents and `AGENTS.md`, by plugin.
+    pub fn guidances(&self) -> impl Iterator<Item = (&str, &super::skills::Guidance)> {
+        self.guidance.iter().map(|(p, g)| (p.as_str(), g))
+    }
+
+    /// Adds skills of no plugin (a `[[skills]]` folder).
+    pub fn add_standalone_skills(&mut self, skills: impl IntoIterator<Item = super::skills::Skill>) {
+        self.standalone.extend(skills);
+        self.index = IndexCache::default();
+    }
+
+    /// Every skill with its plugin (`None` for a standalone skill), plugins' first.
+    pub fn skills(&self) -> impl Iterator<Item = (Option<&str>, &super::skills::Skill)> {
+        let owned = self.guidance.iter().flat_map(|(p, g)| g.skills.iter().map(move |s| (Some(p.as_str()), s)));
+        owned.chain(self.standalone.iter().map(|s| (None, s)))
+    }
+
+    /// The tools private to `plugin`'s owner folder `folder` (a skill's or an agent's).
+    pub fn owned_by<'a>(&'a self, plugin: &str, folder: &'a str) -> impl Iterator<Item = &'a Tool> + 'a {
+        self.plugins
+            .get(plugin)
+            .into_iter()
+            .flat_map(|tools| tools.values())
+            .filter(move |t| t.definition.owner.as_deref() == Some(folder))
     }
 
     /// The catalog's search index (built on first use, then kept until it changes).

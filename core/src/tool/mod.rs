@@ -11,6 +11,7 @@
 //! - [`catalog`]: every plugin's tools, and the plugins that are unavailable;
 //! - [`artifacts`]: what tools keep for the session (plico's `ctx.artifacts`);
 //! - [`shown`]: what a person is shown of a call they are asked to approve;
+//! - [`skills`]: seed 001's skills and agents, and what one session has loaded of them;
 //! - [`search`]: the catalog as the `search` crate's documents, for `tools.$search`'s
 //!   rankers (by words, BM25, and by meaning, a sentence encoder, fused); that crate's
 //!   [`semantic`] (the model and its embeddings cache), [`encoder`] (the model itself,
@@ -29,6 +30,7 @@ pub mod handler;
 pub mod schema;
 pub mod search;
 pub mod shown;
+pub mod skills;
 
 pub use ::search::{bounded_file, encoder, semantic};
 

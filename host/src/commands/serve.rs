@@ -27,6 +27,11 @@ pub struct ServeArgs {
     /// overrides `[server] mode`.
     #[arg(long, value_parser = ["code", "tools"])]
     mode: Option<String>,
+    /// Select this agent of a plugin (seed 001's `agents/<name>/`, written `name` or
+    /// `plugin/name`) for every session: its instructions join the server's and its
+    /// private tools and skills unlock. Overrides `[server] agent`.
+    #[arg(long)]
+    agent: Option<String>,
     /// The sandbox-worker binary (default: $CODEMODE_WORKER, or next to codemode).
     #[arg(long)]
     worker: Option<PathBuf>,
@@ -136,6 +141,10 @@ async fn serve(args: ServeArgs, http: Option<Listen>) -> anyhow::Result<i32> {
         Some("code") => config.server.mode = codemode::config::ServerMode::Code,
         _ => {}
     }
+    if let Some(agent) = args.agent {
+        config.server.agent = Some(agent);
+    }
+    config.check_agent().map_err(|why| anyhow::anyhow!("{why}"))?;
     let rules = config.rules_text()?;
     let sandbox =
         if args.insecure_allow_weaker_sandbox { SandboxPolicy::InsecureAllowWeaker } else { SandboxPolicy::Required };

@@ -281,6 +281,43 @@ function makeSearch() {
   return search;
 }
 
+/**
+ * `tools.$skills`: seed 001's deferred catalog. `load(name)` resolves with a skill's
+ * instructions and the declarations of the tools it unlocks (callable from then on, in
+ * this program and the session's later ones), `loadTool(name)` with one tool's
+ * declaration, `discover(query, { plugin, topK })` with tools and skills ranked
+ * together. The host answers them (calls to codemode itself, plugin "$codemode").
+ */
+function makeSkills() {
+  const named = (method, usage) => {
+    const call = makeTool("$codemode", `skills.${method}`);
+    const fn = function (name) {
+      if (typeof name !== "string") return PromiseReject(new ProgramTypeError(`tools.$skills.${method}: the name must be a string, not ${name === null ? "null" : typeof name}; ${usage}`));
+      return call({ __proto__: null, name });
+    };
+    defineValue(fn, "name", method, { __proto__: null, configurable: true });
+    return fn;
+  };
+  const discoverCall = makeTool("$codemode", "skills.discover");
+  const discoverUsage = 'call it as tools.$skills.discover("what you need to do") or tools.$skills.discover(query, { plugin: "name", topK: 10 })';
+  const discover = function (query, options) {
+    if (typeof query !== "string") return PromiseReject(new ProgramTypeError(`tools.$skills.discover: the query must be a string, not ${query === null ? "null" : typeof query}; ${discoverUsage}`));
+    const input = { __proto__: null, query };
+    if (options !== undefined) {
+      if (options === null || typeof options !== "object") return PromiseReject(new ProgramTypeError(`tools.$skills.discover: the options must be an object; ${discoverUsage}`));
+      if (options.plugin !== undefined) input.plugin = options.plugin;
+      if (options.topK !== undefined) input.topK = options.topK;
+    }
+    return discoverCall(input);
+  };
+  defineValue(discover, "name", "discover", { __proto__: null, configurable: true });
+  const skills = ObjectCreate(ObjectPrototype);
+  defineValue(skills, "load", named("load", 'call it as tools.$skills.load("skill name")'), { __proto__: null, enumerable: true });
+  defineValue(skills, "loadTool", named("loadTool", 'call it as tools.$skills.loadTool("plugin.tool")'), { __proto__: null, enumerable: true });
+  defineValue(skills, "discover", discover, { __proto__: null, enumerable: true });
+  return ObjectFreeze(skills);
+}
+
 /** `tools` for one program: `catalog` is [{ plugin, tools, unavailable? }]. */
 function buildTools(catalog) {
   const root = ObjectCreate(ObjectPrototype);
@@ -326,6 +363,7 @@ function buildTools(catalog) {
     if (a !== plugin && !ReflectHas(root, a) && ReflectHas(root, plugin)) defineValue(root, a, root[plugin]);
   }
   defineValue(root, "$search", makeSearch());
+  defineValue(root, "$skills", makeSkills());
   ObjectFreeze(root);
   return guarded(root, (plugin) => {
     const real = unavailable[plugin];

@@ -181,6 +181,8 @@ pub fn run(options: PluginOptions) -> ! {
                 let undefined: v8::Local<v8::Value> = v8::undefined(scope).into();
                 set(scope, "module", module.unwrap_or(undefined));
                 set(scope, "tool", tool.unwrap_or(undefined));
+                let owner = entry.owner.as_deref().and_then(|o| v8::String::new(scope, o)).map(Into::into);
+                set(scope, "owner", owner.unwrap_or(undefined));
                 let namespace = v8::Local::new(scope, namespace);
                 set(scope, "namespace", namespace.into());
                 list.set_index(scope, u32::try_from(index).unwrap_or(u32::MAX), item.into());

@@ -361,7 +361,7 @@ function plainJson(value, where) {
 /**
  * Adds one tool. `spec`: `{ name, where, description, input, inputWhere, output?,
  * title?, annotations?, approval? ("always" | "once" | "never"), approvalReason?,
- * hidden?, scope?, meta?, shape?, run(input, call) }`, with schemas in any form
+ * hidden?, scope?, owner?, meta?, shape?, run(input, call) }`, with schemas in any form
  * `plugin_schema.js` reads.
  */
 function addTool(spec) {
@@ -386,6 +386,7 @@ function addTool(spec) {
     approvalReason: spec.approvalReason,
     hidden: spec.hidden === true ? true : undefined,
     scope: typeof spec.scope === "string" ? spec.scope : undefined,
+    owner: typeof spec.owner === "string" ? spec.owner : undefined,
     _meta: plainJson(spec.meta, `tool ${name}: metadata`),
   };
   const entry = {

@@ -8,7 +8,7 @@
 // | format | module | tool fields mapped |
 // |---|---|---|
 // | manifest (000) | `activate(api)` / `runPlugin` | through `api.tools.register` (plugin.js) |
-// | zhin (001) | `tools/<name>/index.ts` default `defineAgentTool({...})`, or a module default-exporting `definePlugin({ name, setup(context) })` (Path Two) | description, inputSchema, requiresApproval, hidden, execute(input, context); `context.addTool(name, def)`, `context.config.get()` |
+// | zhin (001) | `tools/<name>/index.ts` (and `skills/<s>/tools/...`, `agents/<a>/tools/...`) default `defineAgentTool({...})`, or a module default-exporting `definePlugin({ name, setup(context) })` (Path Two) | description, inputSchema, requiresApproval, hidden, execute(input, context); the owner of a private tool; `context.addTool(name, def)`, `context.config.get()` |
 // | plico (002) | `tools/*.tool.ts` default `defineTool({...})` | name, description, inputSchema, capabilities, approval, handler(input, ctx) |
 // | globals (003) | `globalThis.tools.<name>` | description, parameters, handler(input) (plugin.js collects them) |
 // | podcode (004) | default `{ id, server(input, { config }) }` | id, description, parameters, execute(args, ctx), idempotent, truncation, ctx.recordChange |
@@ -76,13 +76,15 @@ const formats = (function () {
 
   function zhin(entries, kit) {
     for (let i = 0; i < entries.length; i++) {
-      const { module, tool: name, namespace } = entries[i];
+      const { module, tool: name, namespace, owner } = entries[i];
       if (name === undefined) {
         // No tool folder: a module default-exporting definePlugin (Path Two).
         return zhinPlugin(entries[i], kit);
       }
       const spec = zhinSpec(name, namespace.default, `${module}`, kit, "defineAgentTool({ description, inputSchema, execute })");
-      if (spec !== null) kit.register(spec);
+      // A tool private to a skill or an agent carries its owner's folder (declared once
+      // a session loads that skill or selects that agent).
+      if (spec !== null) kit.register(owner === undefined ? spec : { ...spec, owner });
     }
   }
 

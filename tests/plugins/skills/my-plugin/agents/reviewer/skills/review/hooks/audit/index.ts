@@ -1,0 +1,1 @@
+export default { event: 'tool.after', handle: async () => {} };
