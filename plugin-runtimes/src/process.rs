@@ -23,8 +23,7 @@ use futures::StreamExt;
 use protocol::plugin::{
     ApproveResult, CallContext, HostInfo, HostRequest, InitializeParams, InitializeResult, Outgoing, PluginMessage,
     PluginNotification, PluginRequest, ProgressParams, RequestId, RpcError, SampleParams, ToolCallParams,
-    ToolsListResult,
-    PROTOCOL_VERSION,
+    ToolsListResult, PROTOCOL_VERSION,
 };
 use serde_json::Value;
 use tokio::io::AsyncWriteExt;
@@ -39,11 +38,11 @@ use super::net::NetAccess;
 pub use super::runtime::PluginError;
 use super::runtime::{remote_tools, Listed, PluginRuntime, RemoteCalls};
 use super::settings::{host_environment, resolve_env, resolve_settings, SettingError, SettingValue};
+use super::workspace::{Workspace, WorkspaceError};
+use codemode_core::tool::artifacts::Artifacts;
 use codemode_core::tool::{
     ApprovalQuestion, Approver, CallStatus, ProgressSink, SampleRequest, Sampler, ToolDefinition, ToolResult,
 };
-use super::workspace::{Workspace, WorkspaceError};
-use codemode_core::tool::artifacts::Artifacts;
 use plugin_format::sniff::{WORKSPACE_READ, WORKSPACE_WRITE};
 use protocol::plugin::{
     ArtifactInfo, ArtifactParams, ArtifactResult, FileOp, WorkspaceEntry, WorkspaceParams, WorkspaceResult,

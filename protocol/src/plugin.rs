@@ -757,7 +757,7 @@ mod tests {
             model_hints: vec!["gpt-5.5".into()],
             api: Some("host.llm".into()),
         });
-                let workspace = PluginRequest::Workspace(WorkspaceParams {
+        let workspace = PluginRequest::Workspace(WorkspaceParams {
             call: RequestId::Number(9),
             op: FileOp::Write,
             path: "notes/a.md".into(),

@@ -45,8 +45,7 @@ use protocol::mcp::CallToolResult;
 use protocol::plugin::{
     ApproveParams, ApproveResult, CallContext, FetchParams, FetchResult, HostMessage, HostRequest, InitializeParams,
     InitializeResult, Outgoing, PluginNotification, PluginRequest, ProgressParams, RequestId, RpcError, SampleParams,
-    SampleResult,
-    ToolsListResult,
+    SampleResult, ToolsListResult,
 };
 use serde::Serialize;
 use serde_json::{Map, Value};
