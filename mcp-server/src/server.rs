@@ -82,6 +82,9 @@ pub use super::EXECUTE;
 pub const HOST_CONTEXT_META: &str = "codemode/context";
 /// Longest progress line made of what a plugin says about a running call, in characters.
 const MAX_STATUS_CHARS: usize = 4000;
+/// Most progress lines a request's tools may send of what they are doing (their
+/// `host/progress`): they queue for a client that may read slowly.
+const MAX_STATUS_LINES: u64 = 1000;
 /// The request `_meta` key with which a client selects an agent (seed 001's
 /// `agents/<name>/`, `name` or `plugin/name`) for its session.
 pub const AGENT_META: &str = "codemode/agent";
@@ -303,8 +306,17 @@ impl CodemodeServer {
             .and_then(|p| p.headers.get("mcp-session-id"))
             .and_then(|v| v.to_str().ok())
             .and_then(named);
+        let workspace = read(&self.session.workspace).or(workspace_in_meta);
+        // A client over HTTP names paths on this machine: plugins work in its files only
+        // within the operator's roots.
+        let over_http = ctx.extensions.get::<http::request::Parts>().is_some();
+        let workspace_refused = workspace
+            .as_deref()
+            .filter(|_| over_http)
+            .and_then(|w| super::settings::refuse_remote_workspace(w, &self.shared.config.workspace_roots));
         Caller {
-            workspace: read(&self.session.workspace).or(workspace_in_meta),
+            workspace,
+            workspace_refused,
             agent_id: read(&self.session.agent_id).or_else(|| ctx.client_info().and_then(|info| named(&info.name))),
             chat_id: ctx.meta.get("chatId").and_then(Value::as_str).filter(|c| !c.is_empty()).map(str::to_owned),
             call_id: Some(request_id(ctx)),
@@ -1190,6 +1202,8 @@ struct Hooks {
     progress: Option<tokio::sync::mpsc::UnboundedSender<ProgressNotificationParam>>,
     progress_token: Option<ProgressToken>,
     finished: AtomicU64,
+    /// Progress lines the tools sent so far ([`MAX_STATUS_LINES`]).
+    statuses: AtomicU64,
 }
 
 impl Hooks {
@@ -1217,7 +1231,9 @@ impl Hooks {
                 (Some(tx), Some(sent))
             }
         };
-        (Self { asker, session, progress, progress_token, finished: AtomicU64::new(0) }, sent)
+        let hooks =
+            Self { asker, session, progress, progress_token, finished: AtomicU64::new(0), statuses: AtomicU64::new(0) };
+        (hooks, sent)
     }
 }
 
@@ -1304,6 +1320,13 @@ impl ProgressSink for Hooks {
     /// What a call says it is doing reaches the agent the same way:
     /// `tools.<plugin>.<tool>: <message> <details as JSON>`, cut to [`MAX_STATUS_CHARS`].
     fn status(&self, status: CallStatus) {
+        let sent = self.statuses.fetch_add(1, Ordering::Relaxed) + 1;
+        if sent > MAX_STATUS_LINES {
+            if sent == MAX_STATUS_LINES + 1 {
+                self.notify(format!("tools send no more progress lines in this request: {MAX_STATUS_LINES} were sent"));
+            }
+            return;
+        }
         let details = status.details.map(|d| format!(" {d}")).unwrap_or_default();
         let line = format!("tools.{}.{}: {}{details}", status.plugin, status.tool, status.message);
         self.notify(line.chars().take(MAX_STATUS_CHARS).collect());

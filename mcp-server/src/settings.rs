@@ -99,6 +99,33 @@ pub struct ServerConfig {
     /// private tools and skills unlock. A client may select one more for its session
     /// with the request `_meta` key `codemode/agent`.
     pub agent: Option<String>,
+    /// `codemode serve`: the folders a client's workspace (its first `file://` root, or
+    /// `_meta.workspace`) must lie within for plugins to work in its files
+    /// (`host.workspace`): a remote client names paths on this machine. Empty (the
+    /// default): plugins get no workspace from an HTTP client. `codemode mcp` (a client
+    /// on this machine that started codemode as its own user) needs none.
+    #[serde(default)]
+    pub workspace_roots: Vec<PathBuf>,
+}
+
+/// Why a workspace an HTTP client named is not one plugins may work in: `None` when it
+/// lies within one of `roots` (both resolved, symbolic links followed).
+pub fn refuse_remote_workspace(workspace: &str, roots: &[PathBuf]) -> Option<String> {
+    let Ok(resolved) = std::fs::canonicalize(workspace) else {
+        return Some(format!("the client's workspace {workspace} is not a folder on the server"));
+    };
+    let within = roots.iter().filter_map(|r| std::fs::canonicalize(r).ok()).any(|root| resolved.starts_with(root));
+    if within {
+        return None;
+    }
+    Some(if roots.is_empty() {
+        format!("the client's workspace {workspace} is a path on the server, and codemode serve lets plugins work in a client's files only within its [server] workspace_roots, which are not set")
+    } else {
+        format!(
+            "the client's workspace {workspace} is not within the server's [server] workspace_roots ({})",
+            roots.iter().map(|r| r.display().to_string()).collect::<Vec<_>>().join(", ")
+        )
+    })
 }
 
 impl ServerConfig {
@@ -184,6 +211,7 @@ impl Default for ServerConfig {
             max_loaded_per_session: default_max_loaded(),
             always_loaded_tools: Vec::new(),
             agent: None,
+            workspace_roots: Vec::new(),
         }
     }
 }
@@ -235,4 +263,30 @@ pub enum ToolNames {
     Own,
     /// Seed 003's rule: every tool is `<plugin>__<tool>`.
     Prefixed,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::refuse_remote_workspace;
+
+    #[test]
+    fn a_remote_workspace_must_lie_within_the_roots() -> std::io::Result<()> {
+        let roots = tempfile::tempdir()?;
+        let inside = roots.path().join("project");
+        std::fs::create_dir(&inside)?;
+        let outside = tempfile::tempdir()?;
+        // A link inside the roots that leads out is judged by where it leads.
+        let link = roots.path().join("out");
+        std::os::unix::fs::symlink(outside.path(), &link)?;
+        let allowed = [roots.path().to_path_buf()];
+        assert_eq!(refuse_remote_workspace(&inside.display().to_string(), &allowed), None);
+        let why = refuse_remote_workspace(&outside.path().display().to_string(), &allowed);
+        assert!(why.is_some_and(|w| w.contains("is not within the server's [server] workspace_roots")));
+        assert!(refuse_remote_workspace(&link.display().to_string(), &allowed).is_some());
+        assert!(refuse_remote_workspace("/", &allowed).is_some());
+        let none = refuse_remote_workspace(&inside.display().to_string(), &[]);
+        assert!(none.is_some_and(|w| w.contains("which are not set")));
+        assert!(refuse_remote_workspace("/no/such/folder", &allowed).is_some_and(|w| w.contains("not a folder")));
+        Ok(())
+    }
 }

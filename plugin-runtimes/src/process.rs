@@ -57,6 +57,9 @@ const MAX_LINE_COST: u64 = 64 * 1024 * 1024;
 const MAX_APPROVAL_MESSAGE_CHARS: usize = 2000;
 /// Longest line a plugin may say about a running call (`host/progress`), in characters.
 const MAX_PROGRESS_MESSAGE_CHARS: usize = 2000;
+/// File requests (`host/workspace`, `host/artifacts`) one plugin may have served at once:
+/// each may hold a file of up to 8 MiB, several times over while it is encoded.
+const MAX_FILE_REQUESTS: usize = 8;
 /// How long `initialize` and `tools/list` may take.
 const SETUP_TIMEOUT: Duration = Duration::from_secs(20);
 
@@ -106,6 +109,8 @@ pub struct CallServices {
     pub reporter: Option<Arc<dyn ProgressSink>>,
     /// The call's workspace (its caller's), for `host/workspace`.
     pub workspace: Option<String>,
+    /// Why the call may not work in its workspace's files, when it may not.
+    pub workspace_refused: Option<String>,
     /// The session's artifacts, for `host/artifacts`.
     pub artifacts: Option<Arc<Artifacts>>,
 }
@@ -119,6 +124,7 @@ impl CallServices {
             sampler: context.sampler.clone(),
             reporter: context.progress.clone(),
             workspace: context.caller.workspace.clone(),
+            workspace_refused: context.caller.workspace_refused.clone(),
             artifacts: context.artifacts.clone(),
         }
     }
@@ -385,6 +391,7 @@ impl ProcessPlugin {
                 stdin: Arc::clone(&connection.stdin),
                 calls: Arc::clone(&connection.calls),
                 permissions: self.config.permissions.clone(),
+                file_requests: Arc::new(tokio::sync::Semaphore::new(MAX_FILE_REQUESTS)),
                 net: self.config.net.clone(),
                 running: Arc::default(),
                 dead: connection.dead.clone(),
@@ -606,6 +613,8 @@ struct PluginRequests {
     calls: RunningCalls,
     /// The permissions the plugin holds (`host:workspace:*`).
     permissions: Vec<String>,
+    /// Turns for file requests being served ([`MAX_FILE_REQUESTS`]).
+    file_requests: Arc<tokio::sync::Semaphore>,
     net: Option<Arc<NetAccess>>,
     /// Requests being served, by id, so `host/cancel` can stop them.
     running: Arc<StdMutex<HashMap<RequestId, CancellationToken>>>,
@@ -711,16 +720,20 @@ impl PluginRequests {
                 });
             }
             PluginRequest::Workspace(params) => {
+                let Some(turn) = self.file_turn(plugin, &id) else { return };
                 let services = self.running_call(&params.call);
                 let (plugin, permissions) = (plugin.to_string(), self.permissions.clone());
                 self.reply_blocking(id, move || {
+                    let _turn = turn;
                     let answer = serve_workspace(&plugin, &permissions, services, &params);
                     answer.map(|r| serde_json::to_value(r).unwrap_or(Value::Null)).map_err(RpcError::new)
                 });
             }
             PluginRequest::Artifacts(params) => {
+                let Some(turn) = self.file_turn(plugin, &id) else { return };
                 let services = self.running_call(&params.call);
                 self.reply_blocking(id, move || {
+                    let _turn = turn;
                     let answer = serve_artifacts(services, params);
                     answer.map(|r| serde_json::to_value(r).unwrap_or(Value::Null)).map_err(RpcError::new)
                 });
@@ -759,6 +772,17 @@ impl PluginRequests {
                 answer.map(|result| serde_json::to_value(result).unwrap_or(Value::Null)).map_err(RpcError::new);
             let _ = write_line(&stdin, &dead, &Outgoing::Answer(id, answer)).await;
         });
+    }
+
+    /// A turn for one file request; `None` (the request answered with why) when the
+    /// plugin has [`MAX_FILE_REQUESTS`] being served already.
+    fn file_turn(&self, plugin: &str, id: &RequestId) -> Option<tokio::sync::OwnedSemaphorePermit> {
+        let turn = Arc::clone(&self.file_requests).try_acquire_owned().ok();
+        if turn.is_none() {
+            let why = format!("plugin {plugin} has {MAX_FILE_REQUESTS} file requests (host.workspace, ctx.artifacts) being served already: await each one before starting many more");
+            self.reply(id.clone(), Err(RpcError::new(why)));
+        }
+        turn
     }
 
     /// The services of the running `tool/call` with request id `call`.
@@ -816,6 +840,9 @@ fn serve_workspace(
     };
     if !permissions.iter().any(|p| p == needs) {
         return Err(format!("{member}: plugin {plugin} does not hold the permission {needs}: codemode derives it from the plugin's own code (a call of {member} written in it) and shows it when the plugin is enabled"));
+    }
+    if let Some(why) = call.workspace_refused {
+        return Err(format!("{member}: {why}"));
     }
     let root = call.workspace.ok_or_else(|| format!("{member}: {}", WorkspaceError::NoWorkspace))?;
     let failed = |e: WorkspaceError| format!("{member}: {e}");

@@ -16,20 +16,25 @@ Run by scripts/test-mcp-server.sh:
 - Podcode's `ctx.mainCwd` is the root;
 - plico's `ctx.artifacts` writes a PNG and a CSV, reads them back and lists them; the
   agent receives each as a `resource_link` with its media type, and `resources/read`
-  gives back the exact bytes; `resources/list` lists them; a 2026-07-28 client
-  (no session) gets them embedded.
+  gives back the exact bytes; `resources/list` lists them;
+- over `codemode serve` (HTTP) a client names paths on the server: plugins work in its
+  files only within `[server] workspace_roots` (refused, naming the setting, while it is
+  unset; the note is written once the root lies within it).
 """
 
 import base64
 import json
 import os
+import socket
 import subprocess
 import tempfile
+import threading
 
 import anyio
 import mcp.types as types
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
+from mcp.client.streamable_http import streamable_http_client
 
 import harness
 from harness import CODEMODE, ROOT, check
@@ -181,10 +186,60 @@ def permission_shown(config):
     check("plugin charts (note): permission" not in shown, f"plico derives none: {shown}")
 
 
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+async def remote_workspace(config):
+    """codemode serve: the client's root is a path on the server, allowed only within the operator's roots."""
+    parent = tempfile.mkdtemp(prefix="codemode-files-remote-")
+    root = os.path.join(parent, "work")
+    os.mkdir(root)
+
+    async def on_roots(context):
+        return types.ListRootsResult(roots=[types.Root(uri=f"file://{root}", name="work")])
+
+    with open(config) as f:
+        plugins = f.read()
+    for allowed in (None, parent):
+        path = os.path.join(tempfile.mkdtemp(prefix="codemode-files-serve-"), "codemode.toml")
+        with open(path, "w") as f:
+            f.write((f'[server]\nworkspace_roots = ["{allowed}"]\n\n' if allowed else "") + plugins)
+        port = free_port()
+        env = dict(os.environ)
+        env.pop("CODEMODE_TOKEN", None)
+        server = subprocess.Popen([CODEMODE, "serve", "--config", path, "--listen", f"127.0.0.1:{port}"],
+                                  stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env)
+        try:
+            for line in server.stderr:
+                if "serving MCP on" in line:
+                    break
+            threading.Thread(target=lambda: [None for _ in server.stderr], daemon=True).start()
+            async with streamable_http_client(f"http://127.0.0.1:{port}/mcp") as (read, write, *_):
+                async with ClientSession(read, write, list_roots_callback=on_roots) as session:
+                    await session.initialize()
+                    await anyio.sleep(0.3)  # codemode reads the roots after `initialized`
+                    answer = await execute(session, caught("tools.notes.save_note({ title: 'Remote', text: 'from afar' })"))
+                    note = os.path.join(root, "notes", "remote.md")
+                    if allowed is None:
+                        check(answer == f"host.workspace.write: the client's workspace {root} is a path on the server, and codemode serve lets plugins work in a client's files only within its [server] workspace_roots, which are not set", f"serve without workspace_roots refuses: {answer}")
+                        check(not os.path.exists(note), "nothing was written")
+                    else:
+                        check(answer == "not refused", f"within workspace_roots the note is written: {answer}")
+                        with open(note) as f:
+                            check(f.read() == "from afar", "the note is on disk")
+        finally:
+            server.terminate()
+            server.wait(timeout=10)
+
+
 async def main():
     config = config_file()
     permission_shown(config)
     await workspace_and_artifacts(config)
+    await remote_workspace(config)
     print(f"workspace files and artifacts over MCP: {harness.CHECKS} checks passed")
 
 

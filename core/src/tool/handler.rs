@@ -221,6 +221,10 @@ pub struct Caller {
     /// sent it; `None` when it sent nothing.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub context: Option<Value>,
+    /// Why plugins may not work in `workspace`'s files (a path a remote client named
+    /// outside the server's allowed roots); `None` when they may.
+    #[serde(skip)]
+    pub workspace_refused: Option<String>,
 }
 
 impl CallContext {

@@ -705,6 +705,8 @@ function cancelCall(ticket) {
   const controller = MapPrototypeGet(calls, ticket);
   if (!controller) return;
   MapPrototypeDelete(calls, ticket);
+  // Its workspace is no one's now: host.workspace goes with a call still running.
+  MapPrototypeDelete(callContexts, ticket);
   controller.abort(web.abortError("the call was given up: the program ended, hit a limit, was cancelled, or the call timed out"));
 }
 
