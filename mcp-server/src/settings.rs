@@ -271,22 +271,23 @@ mod tests {
 
     #[test]
     fn a_remote_workspace_must_lie_within_the_roots() -> std::io::Result<()> {
-        let roots = tempfile::tempdir()?;
-        let inside = roots.path().join("project");
-        std::fs::create_dir(&inside)?;
-        let outside = tempfile::tempdir()?;
+        let base = std::env::temp_dir().join(format!("codemode-workspace-roots-{}", std::process::id()));
+        let (roots, outside) = (base.join("roots"), base.join("outside"));
+        let inside = roots.join("project");
+        std::fs::create_dir_all(&inside)?;
+        std::fs::create_dir_all(&outside)?;
         // A link inside the roots that leads out is judged by where it leads.
-        let link = roots.path().join("out");
-        std::os::unix::fs::symlink(outside.path(), &link)?;
-        let allowed = [roots.path().to_path_buf()];
+        let link = roots.join("out");
+        std::os::unix::fs::symlink(&outside, &link)?;
+        let allowed = [roots.clone()];
         assert_eq!(refuse_remote_workspace(&inside.display().to_string(), &allowed), None);
-        let why = refuse_remote_workspace(&outside.path().display().to_string(), &allowed);
+        let why = refuse_remote_workspace(&outside.display().to_string(), &allowed);
         assert!(why.is_some_and(|w| w.contains("is not within the server's [server] workspace_roots")));
         assert!(refuse_remote_workspace(&link.display().to_string(), &allowed).is_some());
         assert!(refuse_remote_workspace("/", &allowed).is_some());
         let none = refuse_remote_workspace(&inside.display().to_string(), &[]);
         assert!(none.is_some_and(|w| w.contains("which are not set")));
         assert!(refuse_remote_workspace("/no/such/folder", &allowed).is_some_and(|w| w.contains("not a folder")));
-        Ok(())
+        std::fs::remove_dir_all(&base)
     }
 }
