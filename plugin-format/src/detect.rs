@@ -490,7 +490,7 @@ fn index_module(dir: &Path) -> Option<String> {
 }
 
 /// The names of `dir`'s sub-folders, sorted (symbolic links are not followed).
-fn subdirs(dir: &Path) -> Vec<String> {
+pub(crate) fn subdirs(dir: &Path) -> Vec<String> {
     let mut names: Vec<String> = std::fs::read_dir(dir)
         .into_iter()
         .flatten()

@@ -13,6 +13,7 @@
 
 use std::path::{Path, PathBuf};
 
+use crate::detect::subdirs;
 use protocol::skills::{Agent, Guidance, Skill, AGENT_FILES, AGENT_MANIFEST, MAIN_AGENT_FILE, SKILL_FILE};
 
 /// The largest `SKILL.md`, agent file or `AGENTS.md` read.
@@ -204,19 +205,6 @@ fn front_matter(text: &str) -> (Vec<(String, String)>, &str) {
         pairs.push((key.trim().to_string(), unquoted.to_string()));
     }
     (pairs, body)
-}
-
-/// The names of `dir`'s sub-folders, sorted (symbolic links are not followed).
-fn subdirs(dir: &Path) -> Vec<String> {
-    let mut names: Vec<String> = std::fs::read_dir(dir)
-        .into_iter()
-        .flatten()
-        .flatten()
-        .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
-        .map(|e| e.file_name().to_string_lossy().into_owned())
-        .collect();
-    names.sort();
-    names
 }
 
 #[cfg(test)]
