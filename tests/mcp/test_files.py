@@ -19,10 +19,16 @@ Run by scripts/test-mcp-server.sh:
   gives back the exact bytes; `resources/list` lists them;
 - over `codemode serve` (HTTP) a client names paths on the server: plugins work in its
   files only within `[server] workspace_roots` (refused, naming the setting, while it is
-  unset; the note is written once the root lies within it).
+  unset; the note is written once the root lies within it);
+- three sessions of `codemode serve`, each with its own root, call one plugin
+  (tests/plugins/files/tenants.ts) at the same time: each read is served in its own
+  session's root; work a handler leaves running after it answered, and a handler whose
+  call the host gave up, are refused (`host.workspace`, `host.llm`) while another
+  session's call of the plugin runs, and nothing lands in either session's root.
 """
 
 import base64
+import contextlib
 import json
 import os
 import socket
@@ -60,6 +66,11 @@ path = "{FILES}/plico"
 name = "where"
 kind = "javascript"
 path = "{FILES}/podcode/where.mjs"
+
+[[plugin]]
+name = "tenants"
+kind = "javascript"
+path = "{FILES}/tenants.ts"
 """)
     return path
 
@@ -235,11 +246,99 @@ async def remote_workspace(config):
             server.wait(timeout=10)
 
 
+def serving(config, allowed, limits=""):
+    """`codemode serve` of `config` with `[server] workspace_roots = [allowed]` and `[limits]`: (process, url)."""
+    with open(config) as f:
+        plugins = f.read()
+    path = os.path.join(tempfile.mkdtemp(prefix="codemode-files-serve-"), "codemode.toml")
+    with open(path, "w") as f:
+        f.write(f'[server]\nworkspace_roots = ["{allowed}"]\n\n[limits]\n{limits}\n' + plugins)
+    port = free_port()
+    env = dict(os.environ)
+    env.pop("CODEMODE_TOKEN", None)
+    server = subprocess.Popen([CODEMODE, "serve", "--config", path, "--listen", f"127.0.0.1:{port}"],
+                              stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env)
+    for line in server.stderr:
+        if "serving MCP on" in line:
+            break
+    threading.Thread(target=lambda: [None for _ in server.stderr], daemon=True).start()
+    return server, f"http://127.0.0.1:{port}/mcp"
+
+
+async def tenants_on_one_plugin(config):
+    """Three sessions, three roots, one plugin process: no call acts for another."""
+    parent = tempfile.mkdtemp(prefix="codemode-files-tenants-")
+    roots = []
+    for name in ("a", "b", "c"):
+        root = os.path.join(parent, name)
+        os.mkdir(root)
+        with open(os.path.join(root, "who.txt"), "w") as f:
+            f.write(f"tenant {name}")
+        roots.append(root)
+    # A program's CPU step is short, for a program that spins while its call sleeps.
+    server, url = serving(config, parent, "cpu_step_ms = 300")
+    asked = []
+
+    async def model(context, params):
+        asked.append(params)
+        return types.CreateMessageResult(role="assistant", content=types.TextContent(type="text", text="no"), model="m")
+
+    def listed(root):
+        return sorted(os.listdir(root))
+
+    try:
+        async with contextlib.AsyncExitStack() as stack:
+            sessions = []
+            for root in roots:
+                async def on_roots(context, root=root):
+                    return types.ListRootsResult(roots=[types.Root(uri=f"file://{root}", name="work")])
+                read, write, *_ = await stack.enter_async_context(streamable_http_client(url))
+                session = await stack.enter_async_context(ClientSession(read, write, list_roots_callback=on_roots, sampling_callback=model))
+                await session.initialize()
+                sessions.append(session)
+            await anyio.sleep(0.3)  # codemode reads the roots after `initialized`
+
+            # Three reads in flight at once, one per session: each in its own root.
+            got = {}
+
+            async def read_in(i):
+                got[i] = await execute(sessions[i], parsed("tools.tenants.read_after({ path: 'who.txt', ms: 400 })"))
+            async with anyio.create_task_group() as group:
+                for i in range(3):
+                    group.start_soon(read_in, i)
+            check(got == {i: {"text": f"tenant {n}"} for i, n in enumerate("abc")}, f"each session's read was served in its own root: {got}")
+
+            # Work left running after its call answered, while another session's call runs.
+            answered = await execute(sessions[0], "return await tools.tenants.write_later({ path: 'late.txt', ms: 200 })")
+            check(answered == "answered", f"write_later answered at once: {answered}")
+            woke = await execute(sessions[1], "return await tools.tenants.read_after({ path: 'who.txt', ms: 700 })")
+            check(woke == {"text": "tenant b"}, f"b's call ran meanwhile: {woke}")
+            left = await execute(sessions[2], "return await tools.tenants.what_was_left({})")
+            over = "after that call answered: what a handler leaves running acts for its own call alone, and that call is over"
+            check(left == [f"host.workspace.write was used by code of the call of tenants.write_later {over}",
+                           f"host.llm was used by code of the call of tenants.write_later {over}"], f"the late work was refused: {left}")
+
+            # A handler whose call the host gave up (its program hit the CPU limit).
+            spun = await sessions[0].call_tool("execute", {"code": "tools.tenants.sleep_then_write({ path: 'given-up.txt', ms: 600 }); while (true) {}"})
+            check(spun.is_error and "CPU" in text_of(spun)[0], f"the program hit its CPU limit: {text_of(spun)}")
+            woke = await execute(sessions[1], "return await tools.tenants.read_after({ path: 'who.txt', ms: 900 })")
+            check(woke == {"text": "tenant b"}, f"b's call ran meanwhile: {woke}")
+            left = await execute(sessions[2], "return await tools.tenants.what_was_left({})")
+            check(left == ["host.workspace.write was used by code of the call of tenants.sleep_then_write after that call was given up by the host: what a handler leaves running acts for its own call alone, and that call is over"], f"the given-up handler was refused: {left}")
+            for root in roots:
+                check(listed(root) == ["who.txt"], f"nothing was written into {root}: {listed(root)}")
+            check(asked == [], f"no session's client was asked a late question: {asked}")
+    finally:
+        server.terminate()
+        server.wait(timeout=10)
+
+
 async def main():
     config = config_file()
     permission_shown(config)
     await workspace_and_artifacts(config)
     await remote_workspace(config)
+    await tenants_on_one_plugin(config)
     print(f"workspace files and artifacts over MCP: {harness.CHECKS} checks passed")
 
 

@@ -27,6 +27,13 @@ import { formats } from "./plugin_formats.js";
 const { describeThrown, keepOnlyGlobals, makeConsole, wrapAtomicsWait } = common;
 const core = globalThis.Deno.core;
 const evalContext = core.evalContext;
+// The engine's async context (V8's continuation-preserved embedder data, which the
+// QuickJS backend implements too): a value that follows the code that set it across
+// `await`, promise reactions, `queueMicrotask` and (`plugin_web.js`) timers. It holds
+// the running call whose code this is (`RunningCall`): what globals such as `host` and
+// `api` act for.
+const setAsyncContext = core.setAsyncContext;
+const runningCallVariable = new core.AsyncVariable();
 const {
   op_plugin_register_driver: opRegisterDriver,
   op_plugin_setup: opSetup,
@@ -156,25 +163,28 @@ const sendFetch = (params, signal) => awaitAnswer(opFetch(params), signal);
 // Seed 003's `host.llm`, `host.session.llm`, `host.decide` and seed 000's
 // `api.models.prompt` ask the model of the MCP client whose call is running
 // (`host/sample`, which the host turns into MCP sampling). They are globals (`host`,
-// `api`), so the call is the one call of this plugin running now.
+// `api`), so the call is the one whose code is running (`callOfRunningCode`).
 
 /** What touching a member that cannot exist under an MCP server does: says which, and why. */
 function notApplicable(name, why) {
   throw new PluginError(`${name} is not available in codemode: ${why}`);
 }
 
-/** The ticket of the one call of this plugin running now: whose client `api` asks. */
-function soleCall(api) {
-  const running = MapPrototypeGetSize(calls);
-  if (running === 0) {
-    throw new PluginError(`${api} can only be called while one of the plugin's tools runs: it asks the model of the MCP client that called the tool`);
+/**
+ * The call whose code is running (the handler of a tool call, and what it started:
+ * its awaits, promise reactions, microtasks and timers), for a global such as `host` or
+ * `api` used as `member`. Throws when no call's code runs, or when that call has ended:
+ * work a handler leaves behind is served as no other call's.
+ */
+function callOfRunningCode(member) {
+  const call = runningCallVariable.get();
+  if (call === undefined) {
+    throw new PluginError(`${member} works only in the code of a tool call (its handler, and what the handler starts): it acts for the call whose code runs, and no call's code runs now`);
   }
-  if (running > 1) {
-    throw new PluginError(`${api} was called while ${running} calls of plugin ${PLUGIN} run at once, so codemode cannot tell whose MCP client to ask, and asks none; call this plugin's tools one at a time`);
+  if (call.ended !== undefined) {
+    throw new PluginError(`${member} was used by code of the call of ${PLUGIN}.${call.tool} after that call ${call.ended}: what a handler leaves running acts for its own call alone, and that call is over`);
   }
-  let only;
-  MapPrototypeForEach(calls, (_, ticket) => { only = ticket; });
-  return only;
+  return call;
 }
 
 /** A model request as the seed APIs write it, as `host/sample`'s parameters. */
@@ -227,9 +237,8 @@ function modelRequest(api, request) {
 /** Asks the client's model: `{ text, model, stopReason }`. */
 async function askModel(api, request) {
   const params = modelRequest(api, request);
-  const ticket = soleCall(api);
-  const controller = MapPrototypeGet(calls, ticket);
-  const answer = await awaitAnswer(opSample(ticket, JSONStringify(params)), controller.signal);
+  const call = callOfRunningCode(api);
+  const answer = await awaitAnswer(opSample(call.ticket, JSONStringify(params)), call.controller.signal);
   return ObjectFreeze({ text: answer.text, model: answer.model, stopReason: answer.stopReason === null ? undefined : answer.stopReason });
 }
 
@@ -604,38 +613,50 @@ function resultText(value) {
 
 const failedText = (message) => JSONStringify({ content: [{ type: "text", text: message }], isError: true });
 
-/** Calls still running, by ticket -> AbortController. */
-const calls = new SafeMap();
-/** Calls still running, by ticket -> their context (whose workspace `host.workspace` uses). */
-const callContexts = new SafeMap();
-
 /**
- * Seed 003's `host` is one global for every call, so its `host.workspace` requests go
- * with a running call, whose workspace the host uses (after its own checks).
+ * Calls still running, by ticket -> `RunningCall`: `{ ticket, tool, controller,
+ * context, ended }`, where `ended` is undefined while the call runs and says how it
+ * ended afterwards. The call's code carries its `RunningCall` as its async context.
  */
-function serveForRunningCall(member, method, params) {
-  let ticket;
-  let workspace;
-  let several = false;
-  MapPrototypeForEach(callContexts, (context, running) => {
-    if (ticket === undefined) {
-      ticket = running;
-      workspace = context.workspace;
-    } else if (context.workspace !== workspace) {
-      several = true;
-    }
-  });
-  if (ticket === undefined) throw new PluginError(`${member} works only while a tool call runs (in its handler)`);
-  if (several) throw new PluginError(`${member}: calls from different workspaces run at once in plugin ${PLUGIN}, and the one host global cannot tell whose workspace this is`);
-  const controller = MapPrototypeGet(calls, ticket);
-  return awaitAnswer(opHostService(ticket, method, JSONStringify(params)), controller ? controller.signal : undefined);
+const calls = new SafeMap();
+
+/** Serves `method` (`host/workspace`, ...) for the call whose code is running. */
+function serveForRunningCode(member, method, params) {
+  const call = callOfRunningCode(member);
+  return awaitAnswer(opHostService(call.ticket, method, JSONStringify(params)), call.controller.signal);
 }
 
-async function callTool(delivery) {
-  const ticket = delivery.ticket;
-  const controller = new web.AbortController();
-  MapPrototypeSet(calls, ticket, controller);
-  MapPrototypeSet(callContexts, ticket, delivery.context);
+/** Ends a call: its code, from now on, acts for nobody. */
+function endCall(call, how) {
+  call.ended = how;
+  if (MapPrototypeGet(calls, call.ticket) === call) MapPrototypeDelete(calls, call.ticket);
+}
+
+/**
+ * Starts the call `delivery` in its own async context: its handler, and everything the
+ * handler starts, run as this call's code.
+ */
+function startCall(delivery) {
+  const call = {
+    __proto__: null,
+    ticket: delivery.ticket,
+    tool: delivery.name,
+    controller: new web.AbortController(),
+    context: delivery.context,
+    ended: undefined,
+  };
+  MapPrototypeSet(calls, call.ticket, call);
+  const previous = runningCallVariable.enter(call);
+  try {
+    callTool(call, delivery);
+  } finally {
+    setAsyncContext(previous);
+  }
+}
+
+async function callTool(running, delivery) {
+  const ticket = running.ticket;
+  const controller = running.controller;
   let text;
   try {
     const entry = MapPrototypeGet(registry, delivery.name);
@@ -687,9 +708,8 @@ async function callTool(delivery) {
   } catch (e) {
     text = failedText(messageOf(e));
   }
-  MapPrototypeDelete(callContexts, ticket);
-  if (MapPrototypeGet(calls, ticket) !== controller) return; // given up by the host: it reads no answer
-  MapPrototypeDelete(calls, ticket);
+  if (running.ended !== undefined) return; // given up by the host: it reads no answer
+  endCall(running, "answered");
   opAnswerCall(ticket, text);
 }
 
@@ -702,12 +722,16 @@ function hostContextOf(context) {
 }
 
 function cancelCall(ticket) {
-  const controller = MapPrototypeGet(calls, ticket);
-  if (!controller) return;
-  MapPrototypeDelete(calls, ticket);
-  // Its workspace is no one's now: host.workspace goes with a call still running.
-  MapPrototypeDelete(callContexts, ticket);
-  controller.abort(web.abortError("the call was given up: the program ended, hit a limit, was cancelled, or the call timed out"));
+  const call = MapPrototypeGet(calls, ticket);
+  if (!call) return;
+  endCall(call, "was given up by the host");
+  // Its abort listeners run as its code (and find it ended).
+  const previous = runningCallVariable.enter(call);
+  try {
+    call.controller.abort(web.abortError("the call was given up: the program ended, hit a limit, was cancelled, or the call timed out"));
+  } finally {
+    setAsyncContext(previous);
+  }
 }
 
 // ------------------------------------------------------------------ CommonJS
@@ -792,7 +816,7 @@ const kit = ObjectFreeze({
   decide,
   settingsObject,
   fetch,
-  workspace: (op, params) => serveForRunningCall(`host.workspace.${op}`, "host/workspace", { ...params, op }),
+  workspace: (op, params) => serveForRunningCode(`host.workspace.${op}`, "host/workspace", { ...params, op }),
   bytesToBase64,
   base64ToBytes,
   isBytes: ArrayBufferIsView,
@@ -814,8 +838,7 @@ function handle(delivery) {
       return opAnswerTools(delivery.ticket, JSONStringify(definitions));
     }
     case "call":
-      callTool(delivery);
-      return;
+      return startCall(delivery);
     case "cancel":
       return cancelCall(delivery.ticket);
     case "timers":

@@ -12,6 +12,9 @@ import { common } from "../../js/common.js";
 const web = (function () {
   const core = globalThis.Deno.core;
   const { op_plugin_timers: opTimers, op_plugin_log: opLog, op_plugin_now: opNow } = core.ops;
+  // A timer's callback runs in the async context it was set in (the call whose code set
+  // it: `plugin.js`), as Node's timers keep AsyncLocalStorage.
+  const { getAsyncContext, setAsyncContext } = core;
   const encodeText = core.encode;
   const decodeText = core.decode;
   const {
@@ -126,7 +129,7 @@ const web = (function () {
   // Deadlines are on the runtime's monotonic clock (`op_plugin_now`, milliseconds since
   // the runtime started), as Rust's wait is: a change of the wall clock moves neither.
   const performance = ObjectFreeze({ now: () => opNow(), timeOrigin: DateNow() - opNow() });
-  /** id -> { deadline, callback, args, interval } */
+  /** id -> { deadline, callback, args, interval, context } */
   const timers = new SafeMap();
   let nextTimer = 1;
   /** The deadline Rust was last told, or -1 for none. */
@@ -152,7 +155,7 @@ const web = (function () {
     if (typeof callback !== "function") throw new TypeErrorCtor("a timer's callback must be a function (codemode runs no code from strings)");
     const id = nextTimer++;
     const delay = delayOf(ms);
-    MapPrototypeSet(timers, id, { __proto__: null, deadline: opNow() + delay, callback, args, interval: interval ? delay : -1 });
+    MapPrototypeSet(timers, id, { __proto__: null, deadline: opNow() + delay, callback, args, interval: interval ? delay : -1, context: getAsyncContext() });
     announce();
     return id;
   }
@@ -173,10 +176,14 @@ const web = (function () {
       if (!timer) continue;
       if (timer.interval >= 0) timer.deadline = now + MathMax(timer.interval, 1);
       else MapPrototypeDelete(timers, due[i]);
+      const previous = getAsyncContext();
+      setAsyncContext(timer.context);
       try {
         ReflectApply(timer.callback, undefined, timer.args);
       } catch (e) {
         opLog(3, `a timer callback threw: ${common.describeThrown(e, []).message}`);
+      } finally {
+        setAsyncContext(previous);
       }
     }
     announced = -2;
