@@ -135,6 +135,34 @@ async def in_a_session(path, mode):
         check(model.answers == [], f"{mode}: every answer was used")
 
 
+class Echo:
+    """A sampling callback that answers each request with its own last message: the
+    answer says which request it answers, in whatever order the requests come."""
+
+    def __init__(self):
+        self.asked = []
+
+    async def __call__(self, context, params):
+        said = params.messages[-1].content.text
+        self.asked.append(said)
+        await anyio.sleep(0.2)  # the requests overlap
+        return types.CreateMessageResult(role="assistant", content=types.TextContent(type="text", text=f"re: {said}"), model="echo", stop_reason="endTurn")
+
+
+async def together(path, mode):
+    """Calls a program makes together each ask the model for themselves."""
+    model = Echo()
+    params = StdioServerParameters(command=CODEMODE, args=["mcp", "--config", path])
+    async with Client(params, mode=mode, sampling_callback=model) as client:
+        got = value(await client.call_tool("execute", {"code": "return await Promise.all([0, 1, 2].map((i) => tools.model.summarize({ text: `probe ${i}` })))"}))
+        got = [json.loads(g) if isinstance(g, str) else g for g in got]
+        check([g["summary"] for g in got] == ["re: probe 0", "re: probe 1", "re: probe 2"], f"{mode}: three host.llm calls together, three answers, each its own: {got}")
+        got = value(await client.call_tool("execute", {"code": "return await Promise.all(['a', 'b', 'c'].map((q) => tools.models.ask({ question: q })))"}))
+        got = [json.loads(g) if isinstance(g, str) else g for g in got]
+        check([g["text"] for g in got] == ["re: a", "re: b", "re: c"], f"{mode}: three api.models.prompt calls together: {got}")
+        check(sorted(model.asked) == ["a", "b", "c", "probe 0", "probe 1", "probe 2"], f"{mode}: one sampling request per call: {model.asked}")
+
+
 async def without_sampling(path):
     """A client that does not offer sampling: the plugin's call fails naming it."""
     params = StdioServerParameters(command=CODEMODE, args=["mcp", "--config", path])
@@ -198,6 +226,8 @@ async def a_plugin_server_asks(mode):
 async def main():
     path = config()
     await in_a_session(path, "legacy")
+    await together(path, "legacy")
+    await together(path, "2026-07-28")
     await without_sampling(path)
     await in_a_session(path, "2026-07-28")
     rounds_by_hand(path)
