@@ -319,7 +319,7 @@ impl CodemodeServer {
             workspace_refused,
             agent_id: read(&self.session.agent_id).or_else(|| ctx.client_info().and_then(|info| named(&info.name))),
             chat_id: ctx.meta.get("chatId").and_then(Value::as_str).filter(|c| !c.is_empty()).map(str::to_owned),
-            call_id: Some(request_id(ctx)),
+            call_id: Some(request_call_id(ctx)),
             workspace_id: text_in_meta("workspaceId"),
             message_id: text_in_meta("messageId"),
             session_id,
@@ -1014,6 +1014,33 @@ fn forward_logs(peer: Peer<RoleServer>, session: Arc<ClientSession>) {
 }
 
 /// The request's id as text, for the tool calls' context.
+/// The id a request's tool calls are known by (`<request id>:<call number>`, plico's
+/// idempotency keys): the client's JSON-RPC id, so that a call is traceable to the
+/// request, then `-` and a part unique to this request among all the server's and its
+/// replicas' (a random number drawn once per process, and a counter). The JSON-RPC id
+/// alone is the client's own choice, and two sessions (or two clients without sessions)
+/// send the same ones: plugins serve them all, and must tell their calls apart.
+fn request_call_id(ctx: &RequestContext<RoleServer>) -> String {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static PROCESS: std::sync::OnceLock<u64> = std::sync::OnceLock::new();
+    static REQUESTS: AtomicU64 = AtomicU64::new(0);
+    let process = *PROCESS.get_or_init(|| {
+        let mut bytes = [0u8; 8];
+        match getrandom::fill(&mut bytes) {
+            Ok(()) => u64::from_le_bytes(bytes),
+            // No entropy (it has not failed here): this process's id and start time,
+            // which replicas on other machines may share, rather than no server at all.
+            Err(e) => {
+                tracing::warn!("no entropy for the request ids' process part ({e}); using the pid and the clock");
+                let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos());
+                (u64::from(std::process::id()) << 32) ^ (nanos as u64)
+            }
+        }
+    });
+    let request = REQUESTS.fetch_add(1, Ordering::Relaxed);
+    format!("{}-{process:016x}{request:x}", request_id(ctx))
+}
+
 fn request_id(ctx: &RequestContext<RoleServer>) -> String {
     match serde_json::to_value(&ctx.id) {
         Ok(Value::String(s)) => s,

@@ -7,9 +7,11 @@ Run by scripts/test.sh after scripts/npm-fixtures.sh installed the fixtures:
 
     python tests/mcp/test_plugin_ids.py path/to/codemode
 
-- two calls in one `execute` get different callIds (`<request id>:<call number>`) and
-  plico idempotency keys; a second `execute` gets others; a tool called directly
-  (separate-tools mode) gets the request's id;
+- two calls in one `execute` get different callIds (`<request id>:<call number>`, the
+  request id being the client's JSON-RPC id and a part unique to the request) and
+  plico idempotency keys; a second `execute` gets others, and so does another session's
+  `execute` with the same JSON-RPC id; a tool called directly (separate-tools mode) gets
+  the request's id;
 - `ctx.context` (plico) carries the request's `_meta["codemode/context"]`, and is
   undefined without it; `workspaceId`, `chatId`, Podcode's `sessionID`, `messageID` and
   `agent` come from `_meta` and the client's name;
@@ -168,9 +170,17 @@ async def code_mode(config, port):
             two = "return [JSON.parse(await tools.plico.whoami({})), JSON.parse(await tools.plico.whoami({}))]"
             meta = {"codemode/context": {"userId": "u-1"}}
             (first, second), _, _ = await execute(session, two, meta)
-            key = re.fullmatch(r"plico:whoami:(\d+):1", first["key"])
+            key = re.fullmatch(r"plico:whoami:((\d+)-[0-9a-f]{17,}):1", first["key"])
             check(key is not None, f"the first call's key: {first['key']}")
             request = key.group(1)
+            # Another session sending the same JSON-RPC id: other keys.
+            async with stdio_client(params) as (read2, write2):
+                async with ClientSession(read2, write2, client_info=CLIENT) as other:
+                    await other.initialize()
+                    (theirs, _), _, _ = await execute(other, two, meta)
+            their_key = re.fullmatch(r"plico:whoami:((\d+)-[0-9a-f]{17,}):1", theirs["key"])
+            check(their_key is not None and their_key.group(2) == key.group(2) and theirs["key"] != first["key"],
+                  f"another session's execute with the same JSON-RPC id {key.group(2)}: {theirs['key']} beside {first['key']}")
             check(second["key"] == f"plico:whoami:{request}:2", f"the second call's key: {second['key']} (first {first['key']})")
             check(first["context"] == {"userId": "u-1"} and second["context"] == {"userId": "u-1"}, f"ctx.context: {first['context']}, {second['context']}")
             (again, _), _, _ = await execute(session, two)
@@ -238,7 +248,7 @@ async def separate_tools(config):
             check({"whoami", "research_left_running"} <= names, f"the tools, called directly: {sorted(names)}")
             # A tool called directly: the request's id is the call's.
             value, _, _ = await call(session, "whoami", {}, {"codemode/context": {"userId": "u-2"}})
-            check(re.fullmatch(r"plico:whoami:\d+", value["key"]) is not None, f"a direct call's key: {value['key']}")
+            check(re.fullmatch(r"plico:whoami:\d+-[0-9a-f]{17,}", value["key"]) is not None, f"a direct call's key: {value['key']}")
             check(value["context"] == {"userId": "u-2"}, f"ctx.context of a direct call: {value['context']}")
             value, messages, took = await call(session, "research_left_running", {"question": "q"}, progress=True)
             check(value == {"answer": "The API has two endpoints.", "shown": True} and took < 10, f"a direct call's subagent: {value} in {took:.1f} s")
