@@ -618,11 +618,13 @@ return [a, b]"#;
     assert_eq!(outcome_of(&cfg, "return 1", &[], &[]).get("changes"), None);
 }
 
-/// Node's rule for bare imports: the document's example in `plugins/` finds zod in the
-/// `node_modules` one folder above, within the user's home; a package only above the
-/// home folder is not found, and the error says where codemode stopped looking.
+/// Node's rule for bare imports (seed 004: "a node_modules next to the file, or a
+/// directory above it"): the document's example in `plugins/` finds zod in the
+/// `node_modules` one folder above, wherever the home folder is; a copy under `/tmp`
+/// (outside any home) finds it the same way; a package installed nowhere above is
+/// reported with every folder codemode looked in.
 #[tokio::test(flavor = "multi_thread")]
-async fn seed_004_zod_from_a_node_modules_above_the_plugin_within_home() {
+async fn seed_004_zod_from_a_node_modules_above_the_plugin_as_node_walks() {
     let port =
         http_server(vec![("/status/api", json!({ "health": "green", "release": "v42", "deployedAt": "today" }))]).await;
     let base = fixture("podcode-above");
@@ -634,22 +636,31 @@ async fn seed_004_zod_from_a_node_modules_above_the_plugin_within_home() {
         ))
     };
     tokio::task::spawn_blocking(move || {
-        let home = base.to_str().unwrap().to_string();
+        let status = json!("Service api is green on release v42, deployed today.");
+        let program = r#"return await tools.deploy.deploy_status({ service: "api" })"#;
+        // A home folder elsewhere changes nothing.
         let cfg = entry(&base.join("plugins/deploy-status.mjs"));
-        assert_eq!(
-            run(&cfg, r#"return await tools.deploy.deploy_status({ service: "api" })"#, &[("HOME", &home)]),
-            json!("Service api is green on release v42, deployed today.")
-        );
-        // With home one level lower, zod is above the bound.
-        let deeper = base.join("plugins/deeper");
-        let cfg = entry(&deeper.join("deploy-status.mjs"));
-        let lower_home = base.join("plugins");
-        let (_, out, _) = tools(&cfg, false, &[("HOME", lower_home.to_str().unwrap())]);
+        assert_eq!(run(&cfg, program, &[("HOME", "/nonexistent-home")]), status);
+        // /tmp/x/plugins/ with zod in /tmp/x/node_modules (a container's /app, /srv, /opt alike).
+        let x = PathBuf::from(format!("/tmp/codemode-walk-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&x);
+        std::fs::create_dir_all(x.join("plugins")).unwrap();
+        std::fs::copy(base.join("plugins/deploy-status.mjs"), x.join("plugins/deploy-status.mjs")).unwrap();
+        let copied = std::process::Command::new("cp").arg("-r").arg(base.join("node_modules")).arg(&x).status().unwrap();
+        assert!(copied.success());
+        let cfg = entry(&x.join("plugins/deploy-status.mjs"));
+        assert_eq!(run(&cfg, program, &[("HOME", "/root")]), status);
+        // Installed nowhere above: the error names every folder looked in.
+        std::fs::remove_dir_all(x.join("node_modules")).unwrap();
+        let (_, out, _) = tools(&cfg, false, &[]);
+        let looked: Vec<String> =
+            x.ancestors().map(|a| a.join("node_modules").display().to_string()).collect();
         let expected = format!(
-            "deploy-status.mjs imports the package \"zod\", which is not installed in the plugin's folder nor in a node_modules of a folder above it up to {}, where codemode stops looking (your home folder); run `npm install zod` in {}",
-            lower_home.display(),
-            deeper.display()
+            "deploy-status.mjs imports the package \"zod\", which is not installed in the plugin's folder nor in a node_modules of a folder above it (codemode looked, as Node does, in {}); run `npm install zod` in {}",
+            looked.join(", "),
+            x.join("plugins").display()
         );
+        let _ = std::fs::remove_dir_all(&x);
         assert!(out.contains(&expected), "{expected}\nin\n{out}");
     })
     .await

@@ -1032,7 +1032,8 @@ fn request_call_id(ctx: &RequestContext<RoleServer>) -> String {
             // which replicas on other machines may share, rather than no server at all.
             Err(e) => {
                 tracing::warn!("no entropy for the request ids' process part ({e}); using the pid and the clock");
-                let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos());
+                let nanos =
+                    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos());
                 (u64::from(std::process::id()) << 32) ^ (nanos as u64)
             }
         }

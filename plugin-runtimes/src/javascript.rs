@@ -213,7 +213,8 @@ impl JavascriptPlugin {
                 sandbox: sandbox.mode(),
                 memory_mib: self.memory_mib,
                 cpu_step_ms: self.cpu_step_ms,
-                modules_bound: modules_bound(&self.layout.root),
+                // Node's walk up for bare imports goes to the filesystem's root.
+                modules_bound: Some(PathBuf::from("/")),
             }
             .to_args(),
             env: Vec::new(),
@@ -224,14 +225,4 @@ impl JavascriptPlugin {
             permissions: self.layout.permissions.names(),
         }
     }
-}
-
-/// How far up from a plugin's folder its bare imports may find a `node_modules`
-/// (Node's walk up, bounded): the user's home folder (`$HOME`), when the plugin's folder
-/// is inside it; otherwise only the plugin's own folder. The runtime reads those folders
-/// before its sandbox closes.
-fn modules_bound(root: &Path) -> Option<PathBuf> {
-    let home = std::fs::canonicalize(std::env::var_os("HOME")?).ok()?;
-    let root = std::fs::canonicalize(root).ok()?;
-    (root != home && root.starts_with(&home)).then_some(home)
 }

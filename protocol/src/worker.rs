@@ -414,7 +414,7 @@ pub enum WorkerCommand {
         /// JavaScript time between two host messages, in ms.
         cpu_step_ms: u64,
         /// The highest folder whose `node_modules` the plugin's bare imports may come
-        /// from (Node's walk up from the plugin's folder stops there: the user's home);
+        /// from (Node's walk up from the plugin's folder stops there: the host passes `/`);
         /// `None`: only the plugin's own folder.
         modules_bound: Option<PathBuf>,
     },

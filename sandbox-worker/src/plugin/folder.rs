@@ -13,7 +13,7 @@
 //!
 //! Node finds a bare import in the nearest `node_modules` walking up from the importing
 //! file. The plugin's folder is the start; above it, [`PluginFolder::read_packages_above`]
-//! copies the `node_modules` of each folder up to a bound (the user's home, which the
+//! copies the `node_modules` of each folder up to a bound (the filesystem's root, as Node, which the
 //! host passes) into [`ABOVE`]`/<n>/node_modules` (`n` = 1 for the parent), in the same
 //! window before the sandbox closes and within the same size caps; the resolver
 //! searches them nearest first after the plugin's own (`super::modules`). An ancestor
@@ -96,6 +96,9 @@ pub struct PackagesAbove {
     pub dirs: Vec<PathBuf>,
     /// The folder the walk stopped at, when there was one.
     pub bound: Option<PathBuf>,
+    /// Every `node_modules` above the plugin's folder that the walk looked for, nearest
+    /// first, whether or not it was there (for messages).
+    pub looked: Vec<PathBuf>,
     /// Ancestors whose packages were left out, each with why (for messages).
     pub left_out: Vec<String>,
 }
@@ -142,6 +145,7 @@ impl PluginFolder {
         let ancestors = folder.real_root.ancestors().skip(1).take_while(|a| a.starts_with(&bound));
         for (level, ancestor) in ancestors.enumerate() {
             let real = ancestor.join("node_modules");
+            above.looked.push(real.clone());
             if !std::fs::symlink_metadata(&real).is_ok_and(|m| m.is_dir()) {
                 continue;
             }

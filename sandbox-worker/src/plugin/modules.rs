@@ -284,8 +284,8 @@ impl PluginModules {
                 "{who} imports {specifier:?}, Node.js's {resolved} module, which codemode's sandbox cannot offer: plugins run without files, network or processes (for HTTP, use fetch or api.net.fetch, which go through the plugin's network allowlist)"
             ),
             ResolveError::NotFound(_) if is_bare(specifier) && self.above.bound.is_some() => format!(
-                "{who} imports the package {specifier:?}, which is not installed in the plugin's folder nor in a node_modules of a folder above it up to {}, where codemode stops looking (your home folder){}; run `npm install {}` in {folder}",
-                self.above.bound.as_deref().unwrap_or(Path::new("/")).display(),
+                "{who} imports the package {specifier:?}, which is not installed in the plugin's folder nor in a node_modules of a folder above it (codemode looked, as Node does, in {}){}; run `npm install {}` in {folder}",
+                self.above.looked.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(", "),
                 if self.above.left_out.is_empty() { String::new() } else { format!(" ({})", self.above.left_out.join("; ")) },
                 package_name(specifier)
             ),
