@@ -1013,7 +1013,6 @@ fn forward_logs(peer: Peer<RoleServer>, session: Arc<ClientSession>) {
     });
 }
 
-/// The request's id as text, for the tool calls' context.
 /// The id a request's tool calls are known by (`<request id>:<call number>`, plico's
 /// idempotency keys): the client's JSON-RPC id, so that a call is traceable to the
 /// request, then `-` and a part unique to this request among all the server's and its
@@ -1042,6 +1041,7 @@ fn request_call_id(ctx: &RequestContext<RoleServer>) -> String {
     format!("{}-{process:016x}{request:x}", request_id(ctx))
 }
 
+/// The request's JSON-RPC id as text.
 fn request_id(ctx: &RequestContext<RoleServer>) -> String {
     match serde_json::to_value(&ctx.id) {
         Ok(Value::String(s)) => s,

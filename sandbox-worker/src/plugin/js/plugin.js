@@ -615,7 +615,7 @@ const failedText = (message) => JSONStringify({ content: [{ type: "text", text: 
 
 /**
  * Calls still running, by ticket -> `RunningCall`: `{ ticket, tool, controller,
- * context, ended }`, where `ended` is undefined while the call runs and says how it
+ * ended }`, where `ended` is undefined while the call runs and says how it
  * ended afterwards. The call's code carries its `RunningCall` as its async context.
  */
 const calls = new SafeMap();
@@ -642,7 +642,6 @@ function startCall(delivery) {
     ticket: delivery.ticket,
     tool: delivery.name,
     controller: new web.AbortController(),
-    context: delivery.context,
     ended: undefined,
   };
   MapPrototypeSet(calls, call.ticket, call);
