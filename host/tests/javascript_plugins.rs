@@ -415,16 +415,13 @@ async fn the_runtime_has_the_language_and_the_api_nothing_else() {
         ])
     );
     // Every process of the runtime is under seccomp with no_new_privs, like a program's worker.
-    let dir_marker = "plugin";
+    // The runtime's command is `sandbox-worker plugin [flags]`; flags come in any order.
     let dir_arg = format!(" --dir {} ", dir.display());
     let mut seen = 0;
     for entry in std::fs::read_dir("/proc").unwrap().flatten() {
         let cmdline = std::fs::read(entry.path().join("cmdline")).unwrap_or_default();
         let cmdline = String::from_utf8_lossy(&cmdline).replace('\0', " ");
-        if !(cmdline.contains("sandbox-worker")
-            && cmdline.contains(&format!(" {dir_marker} --dir "))
-            && cmdline.contains(&dir_arg))
-        {
+        if !(cmdline.contains("sandbox-worker") && cmdline.contains(" plugin --") && cmdline.contains(&dir_arg)) {
             continue;
         }
         let Ok(status) = std::fs::read_to_string(entry.path().join("status")) else { continue };

@@ -727,7 +727,7 @@ fn what_is_wrong_with_a_plugin_is_said_at_load() {
             "the main module main.js exports no activate(api) function (it exports default) and assigns no globalThis.tools, so the plugin offers no tools",
         ),
         ("import fs from 'node:fs';\nexport function activate() {}", "", "main.js imports \"node:fs\", Node.js's node:fs module, which codemode's sandbox cannot offer"),
-        ("import { z } from 'zod';\nexport function activate() {}", "", "main.js imports the package \"zod\", which is not installed in the plugin's folder; run `npm install zod` in"),
+        ("import { z } from 'zod';\nexport function activate() {}", "", "main.js imports the package \"zod\", which is not installed in the plugin's folder nor in a node_modules of a folder above it (codemode looked, as Node does, in /tmp/node_modules, /node_modules); run `npm install zod` in"),
         ("import v from './view.tsx';\nexport function activate() {}", "view.tsx", "view.tsx is TSX: codemode runs TypeScript without JSX; move the code into a .ts file"),
     ];
     for (main, extra, expected) in cases {
