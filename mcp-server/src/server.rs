@@ -310,13 +310,22 @@ impl CodemodeServer {
         // A client over HTTP names paths on this machine: plugins work in its files only
         // within the operator's roots.
         let over_http = ctx.extensions.get::<http::request::Parts>().is_some();
-        let workspace_refused = workspace
-            .as_deref()
-            .filter(|_| over_http)
-            .and_then(|w| super::settings::refuse_remote_workspace(w, &self.shared.config.workspace_roots));
+        // The folder is opened once, here: every file request of the program resolves
+        // beneath what was opened (and checked) now.
+        let roots = over_http.then_some(self.shared.config.workspace_roots.as_slice());
+        let (workspace_dir, workspace_refused) =
+            match workspace.as_deref().map(|w| super::settings::open_workspace(w, roots)) {
+                Some(Ok(dir)) => (Some(dir), None),
+                // A local client's folder that cannot be opened now is reported by the
+                // file request that needs it.
+                Some(Err(_)) if !over_http => (None, None),
+                Some(Err(why)) => (None, Some(why)),
+                None => (None, None),
+            };
         Caller {
             workspace,
             workspace_refused,
+            workspace_dir,
             agent_id: read(&self.session.agent_id).or_else(|| ctx.client_info().and_then(|info| named(&info.name))),
             chat_id: ctx.meta.get("chatId").and_then(Value::as_str).filter(|c| !c.is_empty()).map(str::to_owned),
             call_id: Some(request_call_id(ctx)),

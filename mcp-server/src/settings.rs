@@ -5,6 +5,7 @@
 
 use std::path::PathBuf;
 
+use codemode_core::tool::OpenedFolder;
 use serde::Deserialize;
 
 /// `[server]`: the MCP server (`codemode mcp`, `codemode serve`).
@@ -108,24 +109,32 @@ pub struct ServerConfig {
     pub workspace_roots: Vec<PathBuf>,
 }
 
-/// Why a workspace an HTTP client named is not one plugins may work in: `None` when it
-/// lies within one of `roots` (both resolved, symbolic links followed).
-pub fn refuse_remote_workspace(workspace: &str, roots: &[PathBuf]) -> Option<String> {
-    let Ok(resolved) = std::fs::canonicalize(workspace) else {
-        return Some(format!("the client's workspace {workspace} is not a folder on the server"));
-    };
-    let within = roots.iter().filter_map(|r| std::fs::canonicalize(r).ok()).any(|root| resolved.starts_with(root));
-    if within {
-        return None;
+/// Opens the workspace folder a client named, once, for every file request of its
+/// program. For a remote client (`roots` given) the folder **as opened** must lie within
+/// one of `roots` (its real path read back from the descriptor): a folder swapped for a
+/// link after this check changes nothing, since later requests resolve beneath this
+/// descriptor, not the name. `Err` says why plugins may not work in it.
+pub fn open_workspace(workspace: &str, roots: Option<&[PathBuf]>) -> Result<OpenedFolder, String> {
+    use nix::fcntl::OFlag;
+    if roots.is_some_and(|r| r.is_empty()) {
+        return Err(format!("the client's workspace {workspace} is a path on the server, and codemode serve lets plugins work in a client's files only within its [server] workspace_roots, which are not set"));
     }
-    Some(if roots.is_empty() {
-        format!("the client's workspace {workspace} is a path on the server, and codemode serve lets plugins work in a client's files only within its [server] workspace_roots, which are not set")
-    } else {
-        format!(
-            "the client's workspace {workspace} is not within the server's [server] workspace_roots ({})",
-            roots.iter().map(|r| r.display().to_string()).collect::<Vec<_>>().join(", ")
-        )
-    })
+    let dir = nix::fcntl::open(
+        workspace,
+        OFlag::O_PATH | OFlag::O_DIRECTORY | OFlag::O_CLOEXEC,
+        nix::sys::stat::Mode::empty(),
+    )
+    .map_err(|errno| format!("the client's workspace {workspace} is not a folder on the server ({})", errno.desc()))?;
+    let Some(roots) = roots else { return Ok(OpenedFolder::new(dir)) };
+    let opened = std::fs::read_link(format!("/proc/self/fd/{}", std::os::fd::AsRawFd::as_raw_fd(&dir)))
+        .map_err(|e| format!("the client's workspace {workspace} cannot be checked against the server's roots: {e}"))?;
+    if roots.iter().filter_map(|r| std::fs::canonicalize(r).ok()).any(|root| opened.starts_with(root)) {
+        return Ok(OpenedFolder::new(dir));
+    }
+    Err(format!(
+        "the client's workspace {workspace} is not within the server's [server] workspace_roots ({})",
+        roots.iter().map(|r| r.display().to_string()).collect::<Vec<_>>().join(", ")
+    ))
 }
 
 impl ServerConfig {
@@ -267,7 +276,7 @@ pub enum ToolNames {
 
 #[cfg(test)]
 mod tests {
-    use super::refuse_remote_workspace;
+    use super::open_workspace;
 
     #[test]
     fn a_remote_workspace_must_lie_within_the_roots() -> std::io::Result<()> {
@@ -280,14 +289,17 @@ mod tests {
         let link = roots.join("out");
         std::os::unix::fs::symlink(&outside, &link)?;
         let allowed = [roots.clone()];
-        assert_eq!(refuse_remote_workspace(&inside.display().to_string(), &allowed), None);
-        let why = refuse_remote_workspace(&outside.display().to_string(), &allowed);
-        assert!(why.is_some_and(|w| w.contains("is not within the server's [server] workspace_roots")));
-        assert!(refuse_remote_workspace(&link.display().to_string(), &allowed).is_some());
-        assert!(refuse_remote_workspace("/", &allowed).is_some());
-        let none = refuse_remote_workspace(&inside.display().to_string(), &[]);
-        assert!(none.is_some_and(|w| w.contains("which are not set")));
-        assert!(refuse_remote_workspace("/no/such/folder", &allowed).is_some_and(|w| w.contains("not a folder")));
+        let open = |w: &std::path::Path| open_workspace(&w.display().to_string(), Some(&allowed));
+        assert!(open(&inside).is_ok());
+        let why = open(&outside).err();
+        assert!(why.is_some_and(|w| w.contains("is not within the server's [server] workspace_roots")), "outside");
+        assert!(open(&link).is_err());
+        assert!(open(std::path::Path::new("/")).is_err());
+        let none = open_workspace(&inside.display().to_string(), Some(&[]));
+        assert!(none.err().is_some_and(|w| w.contains("which are not set")));
+        assert!(open(std::path::Path::new("/no/such/folder")).err().is_some_and(|w| w.contains("not a folder")));
+        // A local client's workspace is opened without roots to check.
+        assert!(open_workspace(&outside.display().to_string(), None).is_ok());
         std::fs::remove_dir_all(&base)
     }
 }

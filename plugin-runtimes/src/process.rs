@@ -111,6 +111,8 @@ pub struct CallServices {
     pub workspace: Option<String>,
     /// Why the call may not work in its workspace's files, when it may not.
     pub workspace_refused: Option<String>,
+    /// The workspace as the front end opened it when the request came.
+    pub workspace_dir: Option<codemode_core::tool::OpenedFolder>,
     /// The session's artifacts, for `host/artifacts`.
     pub artifacts: Option<Arc<Artifacts>>,
 }
@@ -125,6 +127,7 @@ impl CallServices {
             reporter: context.progress.clone(),
             workspace: context.caller.workspace.clone(),
             workspace_refused: context.caller.workspace_refused.clone(),
+            workspace_dir: context.caller.workspace_dir.clone(),
             artifacts: context.artifacts.clone(),
         }
     }
@@ -846,7 +849,12 @@ fn serve_workspace(
     }
     let root = call.workspace.ok_or_else(|| format!("{member}: {}", WorkspaceError::NoWorkspace))?;
     let failed = |e: WorkspaceError| format!("{member}: {e}");
-    let workspace = Workspace::open(std::path::Path::new(&root)).map_err(failed)?;
+    let root = std::path::Path::new(&root);
+    let workspace = match &call.workspace_dir {
+        Some(dir) => Workspace::opened(root, dir.fd()),
+        None => Workspace::open(root),
+    }
+    .map_err(failed)?;
     Ok(match params.op {
         FileOp::Read => {
             WorkspaceResult { content: Some(workspace.read(&params.path).map_err(failed)?), ..Default::default() }

@@ -8,7 +8,10 @@
 //! does the file work. JavaScript plugins never touch files themselves: their sandbox
 //! has no file system at all.
 //!
-//! 1. [`Workspace::open`] opens the root once (an absolute folder) as a descriptor;
+//! 1. the root is a descriptor opened once: by the front end when the request came
+//!    ([`Workspace::opened`]; a remote client's root is checked against the server's
+//!    roots as opened, so swapping it for a link later leads nowhere new), or here by
+//!    name ([`Workspace::open`]) where the front end opened none;
 //! 2. every path is resolved beneath that descriptor **by the kernel**: `openat2` with
 //!    `RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS`, so `..` that climbs out, an absolute
 //!    path, and a symbolic link (at any step, even one swapped in while the call runs)
@@ -48,6 +51,13 @@ pub enum WorkspaceError {
         root: String,
         /// Why.
         why: String,
+    },
+    /// The root's name no longer names the folder opened when the request came (it was
+    /// moved, or swapped for a link or another folder while the program ran).
+    #[error("the workspace {root} was replaced while the program ran (its name now leads to another folder or a link): codemode works only in the folder it opened when the request came, and reads and writes nothing through the new one; send the request again to work in what {root} names now")]
+    Replaced {
+        /// The root.
+        root: String,
     },
     /// The path leads out of the root (`EXDEV` from `openat2` with `RESOLVE_BENEATH`).
     #[error("the path {path:?} leaves the workspace {root} (EXDEV): paths are resolved beneath it, so \"..\" out of it, an absolute path, or a symbolic link that leads out is refused")]
@@ -130,6 +140,25 @@ impl Workspace {
         }
         let dir = nix::fcntl::open(root, OFlag::O_RDONLY | OFlag::O_DIRECTORY | OFlag::O_CLOEXEC, Mode::empty())
             .map_err(|errno| WorkspaceError::Root { root: shown, why: errno.desc().to_string() })?;
+        Ok(Self { root: root.to_path_buf(), dir })
+    }
+
+    /// The workspace `root` that the front end opened when the request came (`dir`):
+    /// paths resolve beneath that folder, whatever `root` names by now.
+    pub fn opened(root: &Path, dir: std::os::fd::BorrowedFd<'_>) -> Result<Self, WorkspaceError> {
+        let dir = dir.try_clone_to_owned().map_err(|e| WorkspaceError::Root {
+            root: root.display().to_string(),
+            why: format!("its descriptor cannot be shared: {e}"),
+        })?;
+        // Whatever the name leads to now must be the folder opened then: a swap is
+        // refused rather than served from either folder.
+        let same = match (nix::sys::stat::stat(root), nix::sys::stat::fstat(&dir)) {
+            (Ok(now), Ok(then)) => now.st_dev == then.st_dev && now.st_ino == then.st_ino,
+            _ => false,
+        };
+        if !same {
+            return Err(WorkspaceError::Replaced { root: root.display().to_string() });
+        }
         Ok(Self { root: root.to_path_buf(), dir })
     }
 
@@ -292,6 +321,25 @@ mod tests {
 
     fn outside(path: &str, ws: &Workspace) -> WorkspaceError {
         WorkspaceError::Outside { path: path.into(), root: ws.root() }
+    }
+
+    #[test]
+    fn a_root_opened_once_and_then_swapped_for_a_link_is_refused_and_nothing_outside_is_touched() {
+        let (base, _) = setup("swap");
+        let root = base.join("root");
+        std::fs::write(root.join("who.txt"), "inside").unwrap();
+        let opened =
+            nix::fcntl::open(&root, OFlag::O_PATH | OFlag::O_DIRECTORY | OFlag::O_CLOEXEC, Mode::empty()).unwrap();
+        assert_eq!(Workspace::opened(&root, opened.as_fd()).unwrap().read("who.txt").unwrap(), "inside");
+        // The folder moves away and its name becomes a link to outside the roots.
+        std::fs::rename(&root, base.join("moved")).unwrap();
+        std::os::unix::fs::symlink(base.join("outside"), &root).unwrap();
+        let replaced = WorkspaceError::Replaced { root: root.display().to_string() };
+        assert_eq!(Workspace::opened(&root, opened.as_fd()).unwrap_err(), replaced);
+        std::fs::remove_file(&root).unwrap();
+        assert_eq!(Workspace::opened(&root, opened.as_fd()).unwrap_err(), replaced, "nothing at the name");
+        assert_eq!(std::fs::read_dir(base.join("outside")).unwrap().count(), 1, "nothing was created outside");
+        std::fs::remove_dir_all(base).unwrap();
     }
 
     #[test]

@@ -24,7 +24,10 @@ Run by scripts/test-mcp-server.sh:
   (tests/plugins/files/tenants.ts) at the same time: each read is served in its own
   session's root; work a handler leaves running after it answered, and a handler whose
   call the host gave up, are refused (`host.workspace`, `host.llm`) while another
-  session's call of the plugin runs, and nothing lands in either session's root.
+  session's call of the plugin runs, and nothing lands in either session's root;
+- a client's workspace swapped for a link to outside the roots while its program runs:
+  the program's reads and writes are refused (the root was opened once, when the
+  request came), the next request is refused, and nothing outside is read or created.
 """
 
 import base64
@@ -333,12 +336,76 @@ async def tenants_on_one_plugin(config):
         server.wait(timeout=10)
 
 
+async def swapped_root(config):
+    """codemode serve: a client's workspace (within the roots when its request came) is
+    swapped for a link to a folder outside the roots while its program runs; the
+    program's reads and writes are refused, and nothing outside is read or created."""
+    parent = tempfile.mkdtemp(prefix="codemode-files-swap-")
+    allowed, outside = os.path.join(parent, "roots"), os.path.join(parent, "outside")
+    root, moved = os.path.join(allowed, "work"), os.path.join(allowed, "moved")
+    for folder, text in ((root, "inside"), (outside, "outside secret")):
+        os.makedirs(folder)
+        with open(os.path.join(folder, "who.txt"), "w") as f:
+            f.write(text)
+    server, url = serving(config, allowed)
+
+    def swap():
+        os.rename(root, moved)
+        os.symlink(outside, root)
+
+    def restore():
+        os.remove(root)
+        os.rename(moved, root)
+
+    async def on_roots(context):
+        return types.ListRootsResult(roots=[types.Root(uri=f"file://{root}", name="work")])
+
+    replaced = (f"the workspace {root} was replaced while the program ran (its name now leads to another folder or a link): "
+                f"codemode works only in the folder it opened when the request came, and reads and writes nothing through "
+                f"the new one; send the request again to work in what {root} names now")
+    try:
+        async with streamable_http_client(url) as (read, write, *_):
+            async with ClientSession(read, write, list_roots_callback=on_roots) as session:
+                await session.initialize()
+                await anyio.sleep(0.3)  # codemode reads the roots after `initialized`
+                check(await execute(session, parsed("tools.tenants.read_after({ path: 'who.txt', ms: 0 })")) == {"text": "inside"},
+                      "the workspace is read before the swap")
+                got = {}
+
+                async def read_late():
+                    got["read"] = await execute(session, caught("tools.tenants.read_after({ path: 'who.txt', ms: 800 })"))
+                async with anyio.create_task_group() as group:
+                    group.start_soon(read_late)
+                    await anyio.sleep(0.3)
+                    swap()
+                check(got["read"] == f"host.workspace.read: {replaced}", f"a read after the swap is refused: {got}")
+                restore()
+
+                async def write_late():
+                    got["write"] = await execute(session, "await tools.tenants.sleep_then_write({ path: 'planted.txt', ms: 800 }); return await tools.tenants.what_was_left({})")
+                async with anyio.create_task_group() as group:
+                    group.start_soon(write_late)
+                    await anyio.sleep(0.3)
+                    swap()
+                check(got["write"] == [f"host.workspace.write: {replaced}"], f"a write after the swap is refused: {got}")
+                # The next request finds the link and is refused at once.
+                later = await execute(session, caught("tools.tenants.read_after({ path: 'who.txt', ms: 0 })"))
+                check(later == f"host.workspace.read: the client's workspace {root} is not within the server's [server] workspace_roots ({allowed})",
+                      f"a request made after the swap is refused: {later}")
+                check(sorted(os.listdir(outside)) == ["who.txt"], f"nothing was created outside: {os.listdir(outside)}")
+                check(sorted(os.listdir(moved)) == ["who.txt"], f"nor in the moved folder: {os.listdir(moved)}")
+    finally:
+        server.terminate()
+        server.wait(timeout=10)
+
+
 async def main():
     config = config_file()
     permission_shown(config)
     await workspace_and_artifacts(config)
     await remote_workspace(config)
     await tenants_on_one_plugin(config)
+    await swapped_root(config)
     print(f"workspace files and artifacts over MCP: {harness.CHECKS} checks passed")
 
 

@@ -225,7 +225,39 @@ pub struct Caller {
     /// outside the server's allowed roots); `None` when they may.
     #[serde(skip)]
     pub workspace_refused: Option<String>,
+    /// `workspace`, opened once when the request came (and, for a remote client,
+    /// checked to lie within the server's roots as opened): every file request of the
+    /// program resolves beneath this folder, so a root swapped for a link later leads
+    /// nowhere new. `None` where the front end opened none (the file work then opens
+    /// `workspace` by name).
+    #[serde(skip)]
+    pub workspace_dir: Option<OpenedFolder>,
 }
+
+/// A folder opened once (an `O_PATH` descriptor), shared by every call of a program.
+/// Two are equal when they are the same opening.
+#[derive(Debug, Clone)]
+pub struct OpenedFolder(Arc<std::os::fd::OwnedFd>);
+
+impl OpenedFolder {
+    /// Wraps an open folder's descriptor.
+    pub fn new(dir: std::os::fd::OwnedFd) -> Self {
+        Self(Arc::new(dir))
+    }
+
+    /// The folder's descriptor.
+    pub fn fd(&self) -> std::os::fd::BorrowedFd<'_> {
+        std::os::fd::AsFd::as_fd(&*self.0)
+    }
+}
+
+impl PartialEq for OpenedFolder {
+    fn eq(&self, other: &Self) -> bool {
+        Arc::ptr_eq(&self.0, &other.0)
+    }
+}
+
+impl Eq for OpenedFolder {}
 
 impl CallContext {
     /// The context as plugins receive it (`tool/call`'s `context`): the caller's fields,

@@ -42,8 +42,8 @@ use serde_json::Value;
 
 pub use catalog::{is_valid_name, Catalog, CatalogError, Recover, Unavailable};
 pub use handler::{
-    ApprovalAnswer, ApprovalQuestion, Approver, CallContext, CallProgress, CallStatus, Caller, FnTool, ProgressSink,
-    SampleRequest, Sampler, ToolHandler,
+    ApprovalAnswer, ApprovalQuestion, Approver, CallContext, CallProgress, CallStatus, Caller, FnTool, OpenedFolder,
+    ProgressSink, SampleRequest, Sampler, ToolHandler,
 };
 pub use protocol::mcp::{
     Annotations, Approval, CallToolResult as ToolResult, Content, ResourceContents, Tool as ToolDefinition,
