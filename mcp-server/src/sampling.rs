@@ -16,12 +16,18 @@
 //! approves the request first (codemode asks nobody of its own about it). The program
 //! is paused meanwhile ([`super::slots::Seat::pause`]). A client that did not declare
 //! the sampling capability is not asked: the plugin's call fails naming what it needs.
+//!
+//! Questions waiting for the client's model are bounded ([`Waiting`]): per program
+//! ([`MAX_PER_PROGRAM`]), per session ([`MAX_PER_SESSION`]) and for the whole server
+//! ([`MAX_WAITING`] questions, [`MAX_WAITING_BYTES`] of their text). A question past a
+//! bound is not sent: the plugin's call rejects, naming the bound.
 
 // MCP's sampling is deprecated by SEP-2577 for revisions after 2025-11-25, the newest
 // one codemode speaks without rounds; 2026-07-28 still carries it as an input request.
 #![allow(deprecated)]
 
-use std::sync::Weak;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Weak};
 
 use futures::future::BoxFuture;
 use rmcp::model::{
@@ -37,22 +43,95 @@ use protocol::plugin::{SampleParams, SampleResult};
 /// The token bound of a request that gives none (MCP requires one).
 pub const DEFAULT_MAX_TOKENS: u32 = 1024;
 
+/// Questions one program may have waiting for the client's model at once.
+pub const MAX_PER_PROGRAM: usize = 8;
+/// Questions one session (a 2026-07-28 program: its own) may have waiting at once.
+pub const MAX_PER_SESSION: usize = 16;
+/// Questions waiting for all clients' models together.
+pub const MAX_WAITING: usize = 128;
+/// Bytes of question text (messages and system prompt) waiting, for all clients
+/// together: what the host holds for sampling is at most this.
+pub const MAX_WAITING_BYTES: usize = 64 << 20;
+
+/// What the whole server has waiting (one server per process).
+static SERVER_QUESTIONS: AtomicUsize = AtomicUsize::new(0);
+static SERVER_BYTES: AtomicUsize = AtomicUsize::new(0);
+
+/// The counts a question is held under: its program's and its session's.
+#[derive(Clone, Default)]
+pub struct Waiting {
+    /// The program's (one request's) questions waiting.
+    pub program: Arc<AtomicUsize>,
+    /// The session's questions waiting.
+    pub session: Arc<AtomicUsize>,
+}
+
+/// One question counted as waiting, until dropped.
+struct Held {
+    counts: [Arc<AtomicUsize>; 2],
+    bytes: usize,
+}
+
+impl Drop for Held {
+    fn drop(&mut self) {
+        for count in &self.counts {
+            count.fetch_sub(1, Ordering::AcqRel);
+        }
+        SERVER_QUESTIONS.fetch_sub(1, Ordering::AcqRel);
+        SERVER_BYTES.fetch_sub(self.bytes, Ordering::AcqRel);
+    }
+}
+
+/// Takes `amount` of `count` if it stays within `max`.
+fn take(count: &AtomicUsize, amount: usize, max: usize) -> bool {
+    count.fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| n.checked_add(amount).filter(|t| *t <= max)).is_ok()
+}
+
+impl Waiting {
+    /// Counts a question of `bytes` as waiting, or says which bound it would pass.
+    fn hold(&self, api: &str, bytes: usize) -> Result<Held, String> {
+        let refuse = |what: String| {
+            format!("{api}: {what}; await the model's answers before asking more (the bounds are in docs/limits.md)")
+        };
+        if !take(&self.program, 1, MAX_PER_PROGRAM) {
+            return Err(refuse(format!("this program has {MAX_PER_PROGRAM} questions waiting for the client's model already, the most one program may")));
+        }
+        if !take(&self.session, 1, MAX_PER_SESSION) {
+            self.program.fetch_sub(1, Ordering::AcqRel);
+            return Err(refuse(format!("this session has {MAX_PER_SESSION} questions waiting for the client's model already, the most one session may")));
+        }
+        let server = take(&SERVER_QUESTIONS, 1, MAX_WAITING);
+        if !server || !take(&SERVER_BYTES, bytes, MAX_WAITING_BYTES) {
+            if server {
+                SERVER_QUESTIONS.fetch_sub(1, Ordering::AcqRel);
+            }
+            self.program.fetch_sub(1, Ordering::AcqRel);
+            self.session.fetch_sub(1, Ordering::AcqRel);
+            return Err(refuse(format!("the server holds {MAX_WAITING} questions or {} MiB of question text for clients' models already, the most it keeps", MAX_WAITING_BYTES >> 20)));
+        }
+        Ok(Held { counts: [Arc::clone(&self.program), Arc::clone(&self.session)], bytes })
+    }
+}
+
 /// Asks the model of the client behind one request.
 pub struct ClientSampler {
     asker: Asker,
+    waiting: Waiting,
 }
 
 impl ClientSampler {
-    /// A sampler reaching the client the way `asker` reaches its person.
-    pub fn new(asker: Asker) -> Self {
-        Self { asker }
+    /// A sampler reaching the client the way `asker` reaches its person, its questions
+    /// counted under `waiting`.
+    pub fn new(asker: Asker, waiting: Waiting) -> Self {
+        Self { asker, waiting }
     }
 }
 
 impl Sampler for ClientSampler {
     fn sample(&self, request: SampleRequest) -> BoxFuture<'static, Result<SampleResult, String>> {
         let asker = self.asker.clone();
-        Box::pin(async move { sample(asker, request).await })
+        let waiting = self.waiting.clone();
+        Box::pin(async move { sample(asker, waiting, request).await })
     }
 }
 
@@ -63,11 +142,15 @@ pub fn unsupported(api: &str) -> String {
     )
 }
 
-async fn sample(asker: Asker, request: SampleRequest) -> Result<SampleResult, String> {
+async fn sample(asker: Asker, waiting: Waiting, request: SampleRequest) -> Result<SampleResult, String> {
     let api = request.api().to_string();
     if asker.capabilities().is_none_or(|c| c.sampling.is_none()) {
         return Err(unsupported(&api));
     }
+    let text = &request.params;
+    let bytes = text.messages.iter().map(|m| m.content.len()).sum::<usize>()
+        + text.system_prompt.as_ref().map_or(0, String::len);
+    let _held = waiting.hold(&api, bytes)?;
     let params = create_message(&request.params);
     let seat = asker.seat();
     if let Some(living) = seat.as_ref().and_then(Weak::upgrade) {

@@ -37,7 +37,7 @@
 //!   (plugins' stderr and console lines, codemode's warnings) as `notifications/message`,
 //!   from the level they set with `logging/setLevel`.
 
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use futures::future::BoxFuture;
@@ -121,6 +121,8 @@ struct ClientSession {
     /// The skills and private tools it loaded and the agents it selected (seed 001),
     /// made with the server's settings on first use.
     skills: std::sync::OnceLock<Arc<SkillSession>>,
+    /// Its sampling questions waiting for the client's model.
+    sampling_waiting: Arc<AtomicUsize>,
 }
 
 impl Default for ClientSession {
@@ -135,6 +137,7 @@ impl Default for ClientSession {
             workspace: Default::default(),
             artifacts: Default::default(),
             skills: Default::default(),
+            sampling_waiting: Default::default(),
         }
     }
 }
@@ -272,13 +275,57 @@ impl CodemodeServer {
     /// with the agent the request's `_meta` names (`codemode/agent`) selected for the
     /// rest of the session. A 2026-07-28 request is a session of its own: what one
     /// program loads lasts for that program.
-    fn skills(&self, session: &ClientSession, ctx: &RequestContext<RoleServer>) -> Arc<SkillSession> {
+    ///
+    /// `Err` (the request is refused, nothing kept) when the name is no enabled
+    /// plugin's agent, or one this client may not select ([`ServerConfig::client_agents`]).
+    fn skills(&self, session: &ClientSession, ctx: &RequestContext<RoleServer>) -> Result<Arc<SkillSession>, String> {
+        let agent = match ctx.meta.get(AGENT_META) {
+            None | Some(Value::Null) => None,
+            Some(Value::String(agent)) if agent.trim().is_empty() => None,
+            Some(Value::String(agent)) => Some(self.selectable_agent(agent.trim(), ctx)?),
+            Some(_) => return Err(format!("the request's _meta \"{AGENT_META}\" must be an agent's name (a string)")),
+        };
         let skills =
             Arc::clone(session.skills.get_or_init(|| Arc::new(SkillSession::new(self.shared.config.load_settings()))));
-        if let Some(agent) = ctx.meta.get(AGENT_META).and_then(Value::as_str).filter(|a| !a.trim().is_empty()) {
-            skills.select_agent(agent.trim());
+        if let Some(agent) = agent {
+            skills.select_agent(&agent);
         }
-        skills
+        Ok(skills)
+    }
+
+    /// The agent `named` (`name` or `plugin/name`) as `plugin/name`, when an enabled
+    /// plugin has it and this client may select it. A session therefore keeps at most
+    /// as many agent names as the catalog has agents.
+    fn selectable_agent(&self, named: &str, ctx: &RequestContext<RoleServer>) -> Result<String, String> {
+        let catalog = self.shared.executor.catalog();
+        let mut known: Vec<String> = catalog
+            .guidances()
+            .flat_map(|(plugin, g)| g.agents.iter().map(move |a| format!("{plugin}/{}", a.name)))
+            .collect();
+        known.sort();
+        let matches = |qualified: &str, name: &str| name == qualified || qualified.rsplit('/').next() == Some(name);
+        // A name is echoed at most this long: the request may carry megabytes.
+        let shown: String = named.chars().take(80).collect();
+        let shown = if shown.len() < named.len() { format!("{shown}…") } else { shown };
+        let Some(agent) = known.iter().find(|k| matches(k, named)) else {
+            return Err(if known.is_empty() {
+                format!("the request's _meta \"{AGENT_META}\" selects agent {shown:?}, but no enabled plugin has agents (seed 001's agents/<name>/ folders)")
+            } else {
+                format!("the request's _meta \"{AGENT_META}\" selects agent {shown:?}, which no enabled plugin has; the agents are {}", known.join(", "))
+            });
+        };
+        let over_http = ctx.extensions.get::<http::request::Parts>().is_some();
+        match &self.shared.config.client_agents {
+            Some(allowed) if allowed.iter().any(|a| matches(agent, a)) => Ok(agent.clone()),
+            None if !over_http => Ok(agent.clone()),
+            Some(allowed) if !allowed.is_empty() => Err(format!(
+                "the request's _meta \"{AGENT_META}\" selects agent {agent}, which this server does not let clients select: [server] client_agents allows {}",
+                allowed.join(", ")
+            )),
+            _ => Err(format!(
+                "the request's _meta \"{AGENT_META}\" selects agent {agent}, but this server lets clients select no agent: the operator lists the ones they may in [server] client_agents"
+            )),
+        }
     }
 
     /// Who runs a program of this request: the session's client and workspace, the
@@ -344,6 +391,10 @@ impl CodemodeServer {
         ctx: RequestContext<RoleServer>,
     ) -> CallToolResult {
         let Some(code) = program_text(arguments.as_ref()) else { return missing_program() };
+        let skills = match self.skills(&self.session, &ctx) {
+            Ok(skills) => skills,
+            Err(why) => return CallToolResult::error(vec![ContentBlock::text(why)]),
+        };
         // Wait for a free slot (shared fairly between sessions); a client that gives up
         // while waiting leaves the queue. The seat is given back when the program ends.
         let seat = self.shared.programs.seat(self.session.id);
@@ -359,7 +410,7 @@ impl CodemodeServer {
             .cancel(ctx.ct.clone())
             .caller(self.caller(&ctx))
             .hooks(Arc::new(hooks) as Arc<dyn CallHooks>)
-            .skills(self.skills(&self.session, &ctx));
+            .skills(skills);
         let mark = self.session.artifacts.mark();
         let result = self.run_to_result(program, progress_sent).await;
         with_artifacts(result, &self.session.artifacts, mark, ArtifactsAs::Links)
@@ -435,6 +486,12 @@ impl CodemodeServer {
         let Some(code) = program_text(request.arguments.as_ref()) else {
             return Ok(CallToolResponse::Complete(missing_program()));
         };
+        // Each program is a session of its own ("once" approvals last for it).
+        let session = Arc::new(ClientSession::default());
+        let skills = match self.skills(&session, &ctx) {
+            Ok(skills) => skills,
+            Err(why) => return Ok(CallToolResponse::Complete(CallToolResult::error(vec![ContentBlock::text(why)]))),
+        };
         let (run, side) = rounds.start(binding);
         // The client's programs share one session for slots: its credential's.
         let seat = self.shared.programs.seat(binding.slots_session());
@@ -443,15 +500,13 @@ impl CodemodeServer {
             questions: side.questions.clone(),
             seat: Arc::downgrade(&seat),
         };
-        // Each program is a session of its own ("once" approvals last for it).
-        let session = Arc::new(ClientSession::default());
         let (hooks, progress_sent) =
             Hooks::new(asker, ctx.peer.clone(), ctx.meta.get_progress_token(), Arc::clone(&session));
         let program = Program::new(code)
             .limits(self.shared.limits)
             .caller(self.caller(&ctx))
             .hooks(Arc::new(hooks) as Arc<dyn CallHooks>)
-            .skills(self.skills(&session, &ctx));
+            .skills(skills);
         let server = self.clone();
         let artifacts = Arc::clone(&session.artifacts);
         tokio::spawn(async move {
@@ -478,6 +533,10 @@ impl CodemodeServer {
         if let Some(builtin) = self.deferred_builtin(name) {
             return Ok(self.call_deferred(builtin, arguments, ctx).await);
         }
+        let skills = match self.skills(&self.session, &ctx) {
+            Ok(skills) => skills,
+            Err(why) => return Ok(CallToolResult::error(vec![ContentBlock::text(why)])),
+        };
         let input = Value::Object(arguments.unwrap_or_default());
         // A tool called directly holds no program slot.
         let asker = Asker::Session { peer: ctx.peer.clone(), seat: None };
@@ -494,7 +553,7 @@ impl CodemodeServer {
                 self.caller(&ctx),
                 Some(Arc::new(hooks) as Arc<dyn CallHooks>),
                 ctx.ct.clone(),
-                self.skills(&self.session, &ctx),
+                skills,
             )
             .await;
         // The hooks are dropped: let the last progress notifications go out before the
@@ -581,7 +640,10 @@ impl CodemodeServer {
         let Ok(raw) = serde_json::value::RawValue::from_string(input.to_string()) else {
             return CallToolResult::error(vec![ContentBlock::text("the input cannot be read as JSON")]);
         };
-        let skills = self.skills(&self.session, &ctx);
+        let skills = match self.skills(&self.session, &ctx) {
+            Ok(skills) => skills,
+            Err(why) => return CallToolResult::error(vec![ContentBlock::text(why)]),
+        };
         match self.shared.executor.call_builtin(builtin, raw, self.caller(&ctx), skills).await {
             protocol::ToolAnswer::Resolve(text) => {
                 if builtin != "skills.discover" {
@@ -1241,6 +1303,8 @@ struct Hooks {
     finished: AtomicU64,
     /// Progress lines the tools sent so far ([`MAX_STATUS_LINES`]).
     statuses: AtomicU64,
+    /// The request's sampling questions waiting for the client's model.
+    sampling: super::sampling::Waiting,
 }
 
 impl Hooks {
@@ -1268,8 +1332,17 @@ impl Hooks {
                 (Some(tx), Some(sent))
             }
         };
-        let hooks =
-            Self { asker, session, progress, progress_token, finished: AtomicU64::new(0), statuses: AtomicU64::new(0) };
+        let sampling =
+            super::sampling::Waiting { program: Default::default(), session: Arc::clone(&session.sampling_waiting) };
+        let hooks = Self {
+            asker,
+            session,
+            progress,
+            progress_token,
+            finished: AtomicU64::new(0),
+            statuses: AtomicU64::new(0),
+            sampling,
+        };
         (hooks, sent)
     }
 }
@@ -1290,7 +1363,7 @@ impl CallHooks for Hooks {
 
     /// A plugin's model calls go to this client's model (MCP sampling).
     fn sampler(&self) -> Option<Arc<dyn codemode_core::tool::Sampler>> {
-        Some(Arc::new(super::sampling::ClientSampler::new(self.asker.clone())))
+        Some(Arc::new(super::sampling::ClientSampler::new(self.asker.clone(), self.sampling.clone())))
     }
 
     fn artifacts(&self) -> Option<Arc<Artifacts>> {

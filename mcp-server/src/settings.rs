@@ -100,6 +100,13 @@ pub struct ServerConfig {
     /// private tools and skills unlock. A client may select one more for its session
     /// with the request `_meta` key `codemode/agent`.
     pub agent: Option<String>,
+    /// The agents a client may select for its session with the request `_meta` key
+    /// `codemode/agent` (each `name` or `plugin/name`). Unset: a client of `codemode
+    /// mcp` (on this machine, started by its user) may select any agent, and a client
+    /// of `codemode serve` none; a name no enabled plugin has is refused either way,
+    /// with the names there are.
+    #[serde(default)]
+    pub client_agents: Option<Vec<String>>,
     /// `codemode serve`: the folders a client's workspace (its first `file://` root, or
     /// `_meta.workspace`) must lie within for plugins to work in its files
     /// (`host.workspace`): a remote client names paths on this machine. Empty (the
@@ -221,6 +228,7 @@ impl Default for ServerConfig {
             always_loaded_tools: Vec::new(),
             agent: None,
             workspace_roots: Vec::new(),
+            client_agents: None,
         }
     }
 }

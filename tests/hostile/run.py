@@ -678,7 +678,34 @@ def case_trickle(folder, body_bytes=100):
     check(closed_after < 40, f"trickle: cut off at the 30 s body deadline: {closed_after:.1f} s")
 
 
+def case_agent_names(folder, requests=600, name_bytes=512 << 10):
+    """600 requests each naming a different 512 KiB agent in `_meta`: nothing is kept."""
+    client = mcp(folder, "example_tools = true\n")
+    before = status_kib(client.pid, "VmRSS") / 1024
+    said = {}
+
+    def run():
+        for i in range(requests):
+            name = f"{i:06d}" + "a" * (name_bytes - 6)
+            answer = client.request("tools/call", {"name": "execute", "arguments": {"code": "return 1"}, "_meta": {"codemode/agent": name}})
+            said.setdefault(texts(answer)[0][:120], 0)
+            said[texts(answer)[0][:120]] += 1
+        said["next"] = texts(client.execute("return 'served'"))
+        unknown = sum(n for k, n in said.items() if k != "next" and "selects agent" in k)
+        return f"{unknown} of {requests} refused as unknown agents; the next request: {said['next']}"
+
+    measured(f"agent names: {requests} x {name_bytes >> 10} KiB in _meta", client.pid, cpu_seconds(client.pid), run)
+    grown = status_kib(client.pid, "VmRSS") / 1024 - before
+    print(f"  agent names: host RSS grew {grown:.0f} MiB", flush=True)
+    refused = [k for k in said if k.startswith('the request\'s _meta "codemode/agent" selects agent "0')]
+    check(sum(said[k] for k in refused) == requests, f"every unknown agent is refused: {list(said)[:3]}")
+    check(said["next"] in (['"served"'], ["served"]), f"the host answers the next request: {said['next']}")
+    check(grown <= 64, f"host RSS grows by at most 64 MiB: {grown:.0f} MiB")
+    client.close()
+
+
 CASES = {
+    "agent_names": case_agent_names,
     "random": case_random,
     "search": case_search,
     "healthz": case_healthz,

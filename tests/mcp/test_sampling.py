@@ -163,6 +163,22 @@ async def together(path, mode):
         check(sorted(model.asked) == ["a", "b", "c", "probe 0", "probe 1", "probe 2"], f"{mode}: one sampling request per call: {model.asked}")
 
 
+async def bounded(path, mode):
+    """A program asking 12 questions at once: 8 wait for the model, 4 are refused at once."""
+    model = Echo()
+    params = StdioServerParameters(command=CODEMODE, args=["mcp", "--config", path])
+    program = """const asked = await Promise.allSettled(Array.from({ length: 12 }, (_, i) => tools.models.ask({ question: `q${i} ` + "x".repeat(65536) })));
+        return { answered: asked.filter((a) => a.status === "fulfilled").length, refused: [...new Set(asked.filter((a) => a.status === "rejected").map((a) => a.reason.message))] };"""
+    async with Client(params, mode=mode, sampling_callback=model) as client:
+        got = value(await client.call_tool("execute", {"code": program}))
+        check(got == {"answered": 8, "refused": ["api.models.prompt: this program has 8 questions waiting for the client's model already, the most one program may; await the model's answers before asking more (the bounds are in docs/limits.md)"]},
+              f"{mode}: past 8 questions waiting, a program's questions are refused: {got}")
+        check(len(model.asked) == 8, f"{mode}: the client was asked 8 times: {len(model.asked)}")
+        # The bound is of questions waiting: once answered, the next ones are asked.
+        got = value(await client.call_tool("execute", {"code": "const a = await tools.models.ask({ question: 'after' }); return { text: (typeof a === 'string' ? JSON.parse(a) : a).text }"}))
+        check(got == {"text": "re: after"}, f"{mode}: a question after the others were answered is asked: {got}")
+
+
 async def without_sampling(path):
     """A client that does not offer sampling: the plugin's call fails naming it."""
     params = StdioServerParameters(command=CODEMODE, args=["mcp", "--config", path])
@@ -228,6 +244,8 @@ async def main():
     await in_a_session(path, "legacy")
     await together(path, "legacy")
     await together(path, "2026-07-28")
+    await bounded(path, "legacy")
+    await bounded(path, "2026-07-28")
     await without_sampling(path)
     await in_a_session(path, "2026-07-28")
     rounds_by_hand(path)

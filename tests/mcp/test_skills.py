@@ -10,7 +10,9 @@ by the official MCP Python SDK, with the seed document's own example layout
   declaration of `normalize`, and calls it in the same program and in the next one;
 - a second MCP session of the same server (`codemode serve`) has loaded nothing;
 - `tools.$skills.discover` finds the skill by a natural query;
-- a client's request `_meta` "codemode/agent" selects the agent for its session;
+- a client's request `_meta` "codemode/agent" selects the agent for its session when
+  `[server] client_agents` lets it (a name no plugin has is refused with the names
+  there are; without the setting a client of `codemode serve` selects none);
 - with `max_loaded_per_session = 1` and the agent selected in `[server]`, the agent's
   instructions are in the server's instructions, its private tool is callable, and a
   second load unloads the first tool;
@@ -117,6 +119,12 @@ async def two_sessions(config):
 
                     # A client selects an agent for its session with `_meta` "codemode/agent".
                     check_call = 'return await tools.my_plugin.reviewer__check_result({ short: "https://s.example/abc" })'
+                    # A name no plugin has is refused with the names there are, shown cut.
+                    for named in ("nobody", "n" * (512 << 10)):
+                        refused = await first.call_tool("execute", {"code": "return 1"}, meta={"codemode/agent": named})
+                        shown = named if len(named) < 80 else named[:80] + "…"
+                        check(refused.is_error and text_of(refused) == [f'the request\'s _meta "codemode/agent" selects agent "{shown}", which no enabled plugin has; the agents are my-plugin/reviewer'],
+                              f"an unknown agent is refused: {text_of(refused)[0][:300]}")
                     result = await first.call_tool("execute", {"code": check_call}, meta={"codemode/agent": "reviewer"})
                     check(not result.is_error and text_of(result) == ["ok"], f"the agent's tool after _meta selects it: {text_of(result)}")
                     check(await execute(first, check_call) == "ok", "the selection lasts for the session")
@@ -137,6 +145,10 @@ async def stateless_replicas(config):
                     async with ClientSession(read, write) as session:
                         await session.initialize()
                         if index == 0:
+                            # Without [server] client_agents, a client of codemode serve selects no agent.
+                            refused = await session.call_tool("execute", {"code": "return 1"}, meta={"codemode/agent": "reviewer"})
+                            check(refused.is_error and text_of(refused) == ['the request\'s _meta "codemode/agent" selects agent my-plugin/reviewer, but this server lets clients select no agent: the operator lists the ones they may in [server] client_agents'],
+                                  f"an agent the server does not let clients select is refused: {text_of(refused)}")
                             value = await execute(session, f'await tools.$skills.load("short-url"); return await {NORMALIZE}')
                             check(value == "https://example.com/a", f"load and call in one request: {value}")
                         else:
@@ -222,7 +234,7 @@ async def hidden_tool():
 
 
 async def main():
-    await two_sessions(write_config(plugin_entry(MY_PLUGIN)))
+    await two_sessions(write_config('[server]\nclient_agents = ["reviewer"]\n\n' + plugin_entry(MY_PLUGIN)))
     await stateless_replicas(write_config(plugin_entry(MY_PLUGIN)))
     await configured_agent_and_eviction()
     await broken_private_tool()
