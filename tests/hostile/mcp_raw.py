@@ -38,7 +38,7 @@ def status_kib(pid, field):
 class Stdio:
     """`codemode mcp` as a child, spoken to line by line."""
 
-    def __init__(self, argv, env=None, on_elicit=None, cwd=None):
+    def __init__(self, argv, env=None, on_elicit=None, cwd=None, unanswered=()):
         self.proc = subprocess.Popen(
             argv,
             stdin=subprocess.PIPE,
@@ -52,6 +52,10 @@ class Stdio:
         self.waiting = {}
         self.notifications = []
         self.on_elicit = on_elicit
+        # Requests of these methods are counted and never answered (a client that
+        # leaves the server waiting).
+        self.unanswered = set(unanswered)
+        self.held = []
         self.next_id = 1
         self.stderr = []
         self.response_bytes = {}
@@ -85,6 +89,10 @@ class Stdio:
             self.waiting.clear()
 
     def _answer_request(self, message):
+        if message["method"] in self.unanswered:
+            with self.lock:
+                self.held.append(message["id"])
+            return
         if message["method"] == "elicitation/create" and self.on_elicit:
             result = self.on_elicit(message["params"])
         elif message["method"] == "roots/list":
@@ -122,8 +130,10 @@ class Stdio:
             message["params"] = params
         self._send(message)
 
-    def initialize(self, elicitation=False):
+    def initialize(self, elicitation=False, sampling=False):
         capabilities = {"elicitation": {"form": {}}} if elicitation else {}
+        if sampling:
+            capabilities["sampling"] = {}
         answer = self.request(
             "initialize",
             {"protocolVersion": PROTOCOL, "capabilities": capabilities, "clientInfo": {"name": "hostile", "version": "1"}},

@@ -704,8 +704,40 @@ def case_agent_names(folder, requests=600, name_bytes=512 << 10):
     client.close()
 
 
+def case_sampling(folder, questions=300, question_bytes=128 << 10):
+    """300 questions of 128 KiB to a client's model that never answers: bounded."""
+    plugin = os.path.join(HERE, "big_questions.ts")
+    path = write(os.path.join(folder, "codemode.toml"), f'[limits]\nwall_clock_ms = 60000\n\n[[plugin]]\nname = "big"\nkind = "javascript"\npath = "{plugin}"\ntimeout_ms = 3000\n')
+    client = Stdio([CODEMODE, "mcp", "--config", path], env=env(), unanswered={"sampling/createMessage"})
+    client.initialize(sampling=True)
+    before = status_kib(client.pid, "VmRSS") / 1024
+    # The program ends once every refused question has settled, leaving the asked ones waiting.
+    program = f"""let refused = 0, reason = null, done;
+        const all = new Promise((resolve) => (done = resolve));
+        for (let i = 0; i < {questions}; i++) tools.big.ask_big({{ bytes: {question_bytes} }}).catch((e) => {{ refused++; reason = e.message; if (refused === {questions} - 8) done(); }});
+        await all; return {{ refused, reason }};"""
+    said = {}
+
+    def run():
+        t0 = time.monotonic()
+        said["a"] = client.execute(program, timeout=90)
+        said["rss"] = status_kib(client.pid, "VmRSS") / 1024 - before
+        t1 = time.monotonic()
+        said["next"] = texts(client.execute("return 'served'"))
+        return f"{texts(said['a'])[0][:100]}; asked {len(client.held)}; the program took {t1 - t0:.2f} s, the next one {time.monotonic() - t1:.2f} s"
+
+    measured(f"sampling: {questions} x {question_bytes >> 10} KiB unanswered", client.pid, cpu_seconds(client.pid), run)
+    got = json.loads(texts(said["a"])[0])
+    check(got["refused"] == questions - 8 and "this program has 8 questions waiting for the client's model already" in got["reason"], f"questions past the bound are refused: {got}")
+    check(len(client.held) == 8, f"the client was asked 8 questions: {len(client.held)}")
+    check(said["rss"] <= 64, f"host RSS grew by at most 64 MiB while they waited: {said['rss']:.0f} MiB")
+    check(said["next"] in (['"served"'], ["served"]), f"the host answers the next request: {said['next']}")
+    client.close()
+
+
 CASES = {
     "agent_names": case_agent_names,
+    "sampling": case_sampling,
     "random": case_random,
     "search": case_search,
     "healthz": case_healthz,
