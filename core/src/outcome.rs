@@ -155,6 +155,13 @@ pub struct Outcome {
     /// change journal), in the order the calls answered.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub changes: Vec<RecordedChange>,
+    /// Changes recorded past the journal's budget and not kept at all.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub changes_left_out: u64,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 /// The result `_meta` key under which a tool lists the files its call changed (a list
@@ -178,19 +185,77 @@ pub struct RecordedChange {
     /// Its content after, when it has one.
     #[serde(default)]
     pub new_content: Option<String>,
+    /// Set when its contents were not kept (the journal was past its budget, or the
+    /// answer past its cap): `oldContent`/`newContent` are null then although the file
+    /// may have had them.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub contents_left_out: bool,
 }
 
 impl RecordedChange {
-    /// The changes a tool result lists under [`CHANGES_META`], each marked with `call`;
-    /// entries that are not `{ file, op, ... }` objects are left out.
-    pub fn from_result_meta(meta: Option<&serde_json::Map<String, serde_json::Value>>, call: &str) -> Vec<Self> {
-        let Some(serde_json::Value::Array(list)) = meta.and_then(|m| m.get(CHANGES_META)) else {
-            return Vec::new();
+    /// What keeping it costs: its text (names and contents) and a little for the entry.
+    fn cost(&self) -> u64 {
+        let contents =
+            self.old_content.as_ref().map_or(0, String::len) + self.new_content.as_ref().map_or(0, String::len);
+        (ENTRY_COST + self.call.len() + self.file.len() + self.op.len() + contents) as u64
+    }
+}
+
+/// What an entry of the journal costs beside its text (its fields and their JSON keys).
+const ENTRY_COST: usize = 96;
+
+/// A program's change journal as the dispatch collects it, bounded by `budget` bytes
+/// (the program's `tool_bytes_in_flight`): an entry is kept whole while the journal fits,
+/// then with its names only (`contentsLeftOut`), and past the budget not at all (counted
+/// in `left_out`). A program can thus hold at most its budget in the journal, whatever
+/// its tools record.
+#[derive(Debug, Default)]
+pub struct ChangeJournal {
+    changes: Vec<RecordedChange>,
+    kept_bytes: u64,
+    budget: u64,
+    left_out: u64,
+}
+
+impl ChangeJournal {
+    /// An empty journal that keeps at most `budget` bytes.
+    pub fn new(budget: u64) -> Self {
+        Self { budget, ..Self::default() }
+    }
+
+    /// Takes the changes a tool result lists under [`CHANGES_META`] out of `meta`, each
+    /// marked with `call`; entries that are not `{ file, op, ... }` objects are left out.
+    pub fn take_from(&mut self, meta: Option<&mut serde_json::Map<String, serde_json::Value>>, call: &str) {
+        let Some(serde_json::Value::Array(list)) = meta.and_then(|m| m.remove(CHANGES_META)) else {
+            return;
         };
-        list.iter()
-            .filter_map(|item| serde_json::from_value::<RecordedChange>(item.clone()).ok())
-            .map(|change| RecordedChange { call: call.to_string(), ..change })
-            .collect()
+        for item in list {
+            if let Ok(change) = serde_json::from_value::<RecordedChange>(item) {
+                self.add(RecordedChange { call: call.to_string(), ..change });
+            }
+        }
+    }
+
+    /// Keeps `change` whole, by its names only, or not at all: whatever fits.
+    fn add(&mut self, mut change: RecordedChange) {
+        let room = self.budget.saturating_sub(self.kept_bytes);
+        if change.cost() > room {
+            change.old_content = None;
+            change.new_content = None;
+            change.contents_left_out = true;
+        }
+        let cost = change.cost();
+        if cost > room {
+            self.left_out += 1;
+            return;
+        }
+        self.kept_bytes += cost;
+        self.changes.push(change);
+    }
+
+    /// The kept changes and how many were left out.
+    pub fn into_parts(self) -> (Vec<RecordedChange>, u64) {
+        (self.changes, self.left_out)
     }
 }
 
@@ -417,12 +482,18 @@ impl Outcome {
     /// The change journal as an agent reads it: one line per change (what, which file,
     /// which call); `None` when no call recorded a change.
     pub fn changes_text(&self) -> Option<String> {
-        if self.changes.is_empty() {
+        if self.changes.is_empty() && self.changes_left_out == 0 {
             return None;
         }
-        let mut text = format!("Changes recorded by tools ({}):", self.changes.len());
+        let mut text = format!("Changes recorded by tools ({}):", self.changes.len() as u64 + self.changes_left_out);
         for change in &self.changes {
             text.push_str(&format!("\n- {} {} ({})", change.op, change.file, change.call));
+        }
+        if self.changes_left_out > 0 {
+            text.push_str(&format!(
+                "\n[{} more changes were recorded past the journal's budget of this program and not kept]",
+                self.changes_left_out
+            ));
         }
         Some(text)
     }
@@ -451,6 +522,7 @@ mod tests {
             unawaited_calls: Vec::new(),
             phases: None,
             changes: Vec::new(),
+            changes_left_out: 0,
         }
     }
 
@@ -510,7 +582,12 @@ mod tests {
             { "file": "notes/a.md", "op": "create", "oldContent": null, "newContent": "hi" },
             { "nonsense": true },
         ] });
-        let changes = RecordedChange::from_result_meta(meta.as_object(), "tools.notes.write");
+        let mut meta = meta.as_object().cloned();
+        let mut journal = ChangeJournal::new(1 << 20);
+        journal.take_from(meta.as_mut(), "tools.notes.write");
+        assert_eq!(meta, Some(serde_json::Map::new()), "the journal is taken out of the result");
+        let (changes, left_out) = journal.into_parts();
+        assert_eq!(left_out, 0);
         assert_eq!(
             changes,
             [RecordedChange {
@@ -519,6 +596,7 @@ mod tests {
                 op: "create".into(),
                 old_content: None,
                 new_content: Some("hi".into()),
+                contents_left_out: false,
             }]
         );
         let mut done = outcome(OutcomeKind::Ok { value: Some("\"ok\"".into()) }, "log\n", 0);
@@ -532,6 +610,30 @@ mod tests {
             json["changes"],
             serde_json::json!([{ "call": "tools.notes.write", "file": "notes/a.md", "op": "create", "oldContent": null, "newContent": "hi" }])
         );
+    }
+
+    #[test]
+    fn the_journal_keeps_contents_while_they_fit_then_names_then_nothing() {
+        let change = |file: &str, bytes: usize| serde_json::json!({ "file": file, "op": "modify", "oldContent": "o".repeat(bytes), "newContent": "n".repeat(bytes) });
+        let mut journal = ChangeJournal::new(10_000);
+        let mut meta =
+            serde_json::json!({ "codemode/changes": [change("a", 3000), change("b", 3000), change("c", 10)] });
+        journal.take_from(meta.as_object_mut(), "tools.p.t");
+        let mut names = serde_json::json!({ "codemode/changes": [change(&"d".repeat(20_000), 1)] });
+        journal.take_from(names.as_object_mut(), "tools.p.t");
+        let (kept, left_out) = journal.into_parts();
+        let shape: Vec<_> = kept
+            .iter()
+            .map(|c| (c.file.as_str(), c.new_content.as_ref().map(String::len), c.contents_left_out))
+            .collect();
+        assert_eq!(shape, [("a", Some(3000), false), ("b", None, true), ("c", Some(10), false)]);
+        assert_eq!(left_out, 1, "an entry whose names alone pass the budget is counted, not kept");
+        let mut done = outcome(OutcomeKind::Ok { value: None }, "", 0);
+        (done.changes, done.changes_left_out) = (kept, left_out);
+        assert!(done.agent_text().starts_with("Changes recorded by tools (4):\n- modify a (tools.p.t)"));
+        assert!(done
+            .agent_text()
+            .ends_with("[1 more changes were recorded past the journal's budget of this program and not kept]"));
     }
 
     #[test]

@@ -34,10 +34,52 @@ use super::slots::Seat;
 use codemode_core::tool::form::Form;
 use codemode_core::tool::{ApprovalAnswer, ApprovalQuestion};
 
-/// How long a question of a 2026-07-28 client waits for the client to come back with
-/// the answer (within the program's wall clock); then it is refused and the program
-/// goes on.
+/// How long a question waits for its answer by default (`[server] answer_wait_ms`):
+/// a 2026-07-28 client coming back with it, or a client with sessions answering its
+/// `elicitation/create` or `sampling/createMessage` (within the program's wall clock).
 pub const ANSWER_WAIT: Duration = Duration::from_secs(5 * 60);
+
+/// How long one program's questions wait for their answers, and whether one already
+/// went unanswered: then its client is taken to be gone, and the program's later
+/// questions are refused at once instead of pausing it again. So a program whose client
+/// dropped away is paused for at most one wait, and then runs to its end.
+#[derive(Debug)]
+pub struct AnswerWait {
+    limit: Duration,
+    unanswered: std::sync::atomic::AtomicBool,
+}
+
+impl AnswerWait {
+    /// A program's wait of `limit` per question.
+    pub fn new(limit: Duration) -> std::sync::Arc<Self> {
+        std::sync::Arc::new(Self { limit, unanswered: std::sync::atomic::AtomicBool::new(false) })
+    }
+
+    /// Why nothing more is asked, once a question went unanswered.
+    pub(crate) fn gone(&self) -> Option<String> {
+        self.unanswered.load(std::sync::atomic::Ordering::Acquire).then(|| {
+            format!(
+                "an earlier question of this program went unanswered for {}, so its client is taken to be gone and nothing more is asked",
+                codemode_core::limits::human_duration(self.limit)
+            )
+        })
+    }
+
+    /// `answer` within the limit; past it, `Err` says so and the program's later
+    /// questions are not asked.
+    pub(crate) async fn within<T>(&self, answer: impl std::future::Future<Output = T>) -> Result<T, String> {
+        match tokio::time::timeout(self.limit, answer).await {
+            Ok(answer) => Ok(answer),
+            Err(_) => {
+                self.unanswered.store(true, std::sync::atomic::Ordering::Release);
+                Err(format!(
+                    "no answer came within {} (`[server] answer_wait_ms`)",
+                    codemode_core::limits::human_duration(self.limit)
+                ))
+            }
+        }
+    }
+}
 
 /// A question for the client, on its way to the rounds of a paused program, with where
 /// the answer goes: an elicitation for the person, or a sampling request for the
@@ -67,6 +109,8 @@ pub enum Asker {
         /// The asking program's seat (none for a tool called directly, which holds no
         /// program slot).
         seat: Option<Weak<Seat>>,
+        /// How long its questions wait.
+        wait: std::sync::Arc<AnswerWait>,
     },
     /// A 2026-07-28 client: the question ends the current round of the paused program
     /// ([`super::rounds`]); the answer comes with the client's next request.
@@ -77,6 +121,8 @@ pub enum Asker {
         questions: mpsc::UnboundedSender<Question>,
         /// The asking program's seat.
         seat: Weak<Seat>,
+        /// How long its questions wait.
+        wait: std::sync::Arc<AnswerWait>,
     },
 }
 
@@ -86,6 +132,13 @@ impl Asker {
         match self {
             Asker::Session { peer, .. } => peer.peer_info().map(|info| info.capabilities.clone()),
             Asker::Rounds { capabilities, .. } => Some(capabilities.clone()),
+        }
+    }
+
+    /// How long the program's questions wait, and whether one went unanswered.
+    pub(crate) fn wait(&self) -> &AnswerWait {
+        match self {
+            Asker::Session { wait, .. } | Asker::Rounds { wait, .. } => wait,
         }
     }
 
@@ -102,6 +155,9 @@ impl Asker {
     /// it waits (or, beyond the caps of paused programs, the question is not sent),
     /// and waits for a slot again before it goes on.
     async fn send(&self, request: ElicitRequestParams) -> Asked {
+        if let Some(gone) = self.wait().gone() {
+            return Asked::Failed(gone);
+        }
         let seat = self.seat();
         if let Some(living) = seat.as_ref().and_then(Weak::upgrade) {
             if let Err(refused) = living.pause().await {
@@ -118,22 +174,21 @@ impl Asker {
     /// Sends an elicitation and reads the person's action (the program paused).
     async fn send_paused(&self, request: ElicitRequestParams) -> Asked {
         let answer = match self {
-            Asker::Session { peer, .. } => peer.create_elicitation(request).await.map_err(|e| e.to_string()),
-            Asker::Rounds { questions, .. } => {
+            Asker::Session { peer, wait, .. } => {
+                wait.within(peer.create_elicitation(request)).await.and_then(|answer| answer.map_err(|e| e.to_string()))
+            }
+            Asker::Rounds { questions, wait, .. } => {
                 let (question, answered) = Question::elicitation(request);
                 if questions.send(question).is_err() {
                     return Asked::Failed("the program's requests are over".into());
                 }
-                match tokio::time::timeout(ANSWER_WAIT, answered).await {
+                match wait.within(answered).await {
                     Ok(Ok(answer)) => Ok(serde_json::from_value::<ElicitResult>(answer).unwrap_or_else(|e| {
                         tracing::debug!("an input response is not an elicitation result: {e}");
                         ElicitResult::new(ElicitationAction::Cancel)
                     })),
                     Ok(Err(_)) => Err("the program's requests ended before the client answered".into()),
-                    Err(_) => Err(format!(
-                        "the client did not come back with the person's answer within {} minutes",
-                        ANSWER_WAIT.as_secs() / 60
-                    )),
+                    Err(late) => Err(format!("the client did not come back with the person's answer: {late}")),
                 }
             }
         };

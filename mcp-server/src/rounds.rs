@@ -20,10 +20,12 @@
 //!    [`ALREADY_ANSWERED`] at once, for as long as the run is kept (a retry never
 //!    waits for an event that cannot come);
 //! 4. an answer that never comes: the waiting question is refused after
-//!    [`super::approvals::ANSWER_WAIT`] (the tool call rejects and the program goes on),
-//!    and the program ends at its wall clock at the latest, with that outcome; its
-//!    result is kept a while for a late retry ([`RESULT_KEPT`]). A program whose client
-//!    went away runs to its end under its limits, like a call it never awaited.
+//!    `[server] answer_wait_ms` ([`super::approvals::AnswerWait`]: the tool call
+//!    rejects and the program goes on), and the program's later questions are refused
+//!    at once, so it is paused at most once that long; it ends at its wall clock at the
+//!    latest, with that outcome; its result is kept a while for a late retry
+//!    ([`RESULT_KEPT`]). A program whose client went away runs to its end under its
+//!    limits, like a call it never awaited.
 //!
 //! While a program waits for an answer it holds no program slot
 //! ([`super::slots::Seat::pause`]): paused programs never keep others from running.

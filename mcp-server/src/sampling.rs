@@ -36,7 +36,7 @@ use rmcp::model::{
 };
 use tokio::sync::oneshot;
 
-use super::approvals::{Asker, Question, ANSWER_WAIT};
+use super::approvals::{Asker, Question};
 use codemode_core::tool::{SampleRequest, Sampler};
 use protocol::plugin::{SampleParams, SampleResult};
 
@@ -150,6 +150,9 @@ async fn sample(asker: Asker, waiting: Waiting, request: SampleRequest) -> Resul
     let text = &request.params;
     let bytes = text.messages.iter().map(|m| m.content.len()).sum::<usize>()
         + text.system_prompt.as_ref().map_or(0, String::len);
+    if let Some(gone) = asker.wait().gone() {
+        return Err(format!("{api}: {gone}"));
+    }
     let _held = waiting.hold(&api, bytes)?;
     let params = create_message(&request.params);
     let seat = asker.seat();
@@ -169,21 +172,20 @@ async fn sample(asker: Asker, waiting: Waiting, request: SampleRequest) -> Resul
 /// Sends the request the client's revision allows and reads its answer.
 async fn ask(asker: &Asker, params: CreateMessageRequestParams) -> Result<CreateMessageResult, String> {
     match asker {
-        Asker::Session { peer, .. } => peer.create_message(params).await.map_err(|e| e.to_string()),
-        Asker::Rounds { questions, .. } => {
+        Asker::Session { peer, wait, .. } => {
+            wait.within(peer.create_message(params)).await.and_then(|answer| answer.map_err(|e| e.to_string()))
+        }
+        Asker::Rounds { questions, wait, .. } => {
             let (answer, answered) = oneshot::channel();
             let request = InputRequest::CreateMessage(CreateMessageRequest::new(params));
             if questions.send(Question { request, answer }).is_err() {
                 return Err("the program's requests are over".into());
             }
-            match tokio::time::timeout(ANSWER_WAIT, answered).await {
+            match wait.within(answered).await {
                 Ok(Ok(answer)) => serde_json::from_value::<CreateMessageResult>(answer)
                     .map_err(|e| format!("its answer is not a sampling result: {e}")),
                 Ok(Err(_)) => Err("the program's requests ended before the client answered".into()),
-                Err(_) => Err(format!(
-                    "the client did not come back with its model's answer within {} minutes",
-                    ANSWER_WAIT.as_secs() / 60
-                )),
+                Err(late) => Err(format!("the client did not come back with its model's answer: {late}")),
             }
         }
     }

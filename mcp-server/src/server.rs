@@ -336,6 +336,12 @@ impl CodemodeServer {
     ///
     /// A 2026-07-28 request has no session: its client is the `clientInfo` of its
     /// `_meta`, and its workspace `_meta.workspace` (a folder, or a `file://` URL).
+    /// A new program's wait for the answers to its questions (`[server] answer_wait_ms`,
+    /// at least a second).
+    fn answer_wait(&self) -> Arc<super::approvals::AnswerWait> {
+        super::approvals::AnswerWait::new(std::time::Duration::from_millis(self.shared.config.answer_wait_ms.max(1000)))
+    }
+
     fn caller(&self, ctx: &RequestContext<RoleServer>) -> Caller {
         let read = |slot: &std::sync::Mutex<Option<String>>| slot.lock().unwrap_or_else(|p| p.into_inner()).clone();
         let named = |name: &str| Some(name.trim().to_string()).filter(|n| !n.is_empty());
@@ -402,7 +408,8 @@ impl CodemodeServer {
             () = seat.take() => {}
             () = ctx.ct.cancelled() => return CallToolResult::error(vec![ContentBlock::text("the program was cancelled before it started")]),
         };
-        let asker = Asker::Session { peer: ctx.peer.clone(), seat: Some(Arc::downgrade(&seat)) };
+        let asker =
+            Asker::Session { peer: ctx.peer.clone(), seat: Some(Arc::downgrade(&seat)), wait: self.answer_wait() };
         let (hooks, progress_sent) =
             Hooks::new(asker, ctx.peer.clone(), ctx.meta.get_progress_token(), Arc::clone(&self.session));
         let program = Program::new(code)
@@ -499,6 +506,7 @@ impl CodemodeServer {
             capabilities: ctx.client_capabilities().unwrap_or_default(),
             questions: side.questions.clone(),
             seat: Arc::downgrade(&seat),
+            wait: self.answer_wait(),
         };
         let (hooks, progress_sent) =
             Hooks::new(asker, ctx.peer.clone(), ctx.meta.get_progress_token(), Arc::clone(&session));
@@ -513,7 +521,8 @@ impl CodemodeServer {
             seat.take().await;
             let result = server.run_to_result(program, progress_sent).await;
             // No session keeps them for a later `resources/read`: they travel embedded.
-            let result = with_artifacts(result, &artifacts, 0, ArtifactsAs::Embedded);
+            let result =
+                with_artifacts(result, &artifacts, 0, ArtifactsAs::Embedded { cap: server.shared.config.output_bytes });
             // Its slot is free before its client has the result.
             drop(seat);
             side.finish(result);
@@ -539,7 +548,7 @@ impl CodemodeServer {
         };
         let input = Value::Object(arguments.unwrap_or_default());
         // A tool called directly holds no program slot.
-        let asker = Asker::Session { peer: ctx.peer.clone(), seat: None };
+        let asker = Asker::Session { peer: ctx.peer.clone(), seat: None, wait: self.answer_wait() };
         let (hooks, progress_sent) =
             Hooks::new(asker, ctx.peer.clone(), ctx.meta.get_progress_token(), Arc::clone(&self.session));
         let name = SeparateName { name, naming: self.shared.config.tool_names };
@@ -1201,37 +1210,9 @@ fn tool_result(mut result: ToolResult, cap: usize) -> CallToolResult {
 
 /// A program's outcome as the `execute` result: the value as JSON text (a string as it
 /// is), then the console output, each cut at `cap`; a failure is an error result whose
-/// text names the reason.
+/// text names the reason. The change journal takes what those leave of the cap (at
+/// least a quarter of it): its lines, then its `_meta` ([`journal_meta`]).
 pub fn program_result(outcome: &Outcome, cap: usize) -> CallToolResult {
-    with_change_journal(program_result_content(outcome, cap), outcome, cap)
-}
-
-/// The program's change journal ([`codemode_core::outcome::CHANGES_META`]) in the
-/// result's `_meta`, for a client that shows or reverts changes; the agent reads one line
-/// per change in the content ([`Outcome::changes_text`]). Whole when it fits the output
-/// cap; otherwise without the files' contents (`oldContent`/`newContent` null), which
-/// `codemode run --json` still lists.
-fn with_change_journal(mut result: CallToolResult, outcome: &Outcome, cap: usize) -> CallToolResult {
-    if outcome.changes.is_empty() {
-        return result;
-    }
-    let mut journal = serde_json::to_value(&outcome.changes).unwrap_or_default();
-    if journal.to_string().len() > cap {
-        let names: Vec<_> = outcome
-            .changes
-            .iter()
-            .map(|c| codemode_core::outcome::RecordedChange { old_content: None, new_content: None, ..c.clone() })
-            .collect();
-        journal = serde_json::to_value(names).unwrap_or_default();
-    }
-    let mut meta = result.meta.take().unwrap_or_default();
-    meta.0.insert(codemode_core::outcome::CHANGES_META.to_string(), journal);
-    result.meta = Some(meta);
-    result
-}
-
-/// [`program_result`] without the journal's `_meta`.
-fn program_result_content(outcome: &Outcome, cap: usize) -> CallToolResult {
     let OutcomeKind::Ok { value } = &outcome.kind else {
         return CallToolResult::error(vec![ContentBlock::text(cut_text(&outcome.agent_text(), cap).text)]);
     };
@@ -1245,13 +1226,85 @@ fn program_result_content(outcome: &Outcome, cap: usize) -> CallToolResult {
         Some(Err(_)) => vec![ContentBlock::text(cut_text(value.as_deref().unwrap_or_default(), cap).text)],
     };
     content.extend(outcome.console_text().map(|console| ContentBlock::text(cut_text(&console, cap).text)));
-    content.extend(outcome.changes_text().map(|changes| ContentBlock::text(cut_text(&changes, cap).text)));
+    let mut journal_room = 0;
+    if let Some(changes) = outcome.changes_text() {
+        let used: usize = content.iter().filter_map(|c| c.as_text()).map(|t| t.text.len()).sum();
+        let room = cap.saturating_sub(used).max(cap / 4);
+        let lines = cut_text(&changes, room / 2).text;
+        journal_room = room - lines.len().min(room);
+        content.push(ContentBlock::text(lines));
+    }
     content.extend(
         codemode_core::outcome::unawaited_note(&outcome.unawaited_calls)
             .map(|note| ContentBlock::text(cut_text(&note, cap).text)),
     );
     content.extend(outcome.sandbox_warning().map(ContentBlock::text));
-    CallToolResult::success(content)
+    let mut result = CallToolResult::success(content);
+    if !outcome.changes.is_empty() || outcome.changes_left_out > 0 {
+        let mut meta = result.meta.take().unwrap_or_default();
+        let (journal, left_out) = journal_meta(&outcome.changes, journal_room);
+        meta.0.insert(codemode_core::outcome::CHANGES_META.to_string(), journal);
+        if left_out + outcome.changes_left_out > 0 {
+            meta.0.insert(CHANGES_LEFT_OUT_META.to_string(), Value::from(left_out + outcome.changes_left_out));
+        }
+        result.meta = Some(meta);
+    }
+    result
+}
+
+/// The result `_meta` key saying how many recorded changes the journal there leaves out.
+pub const CHANGES_LEFT_OUT_META: &str = "codemode/changesLeftOut";
+
+/// The program's change journal ([`codemode_core::outcome::CHANGES_META`]) for the
+/// result's `_meta`, for a client that shows or reverts changes, within `room` bytes of
+/// JSON: whole when it fits; otherwise every entry's names without its contents
+/// (`contentsLeftOut`), as many as fit; with the number of entries left out.
+/// `codemode run --json` lists the journal as the program kept it. Each entry is
+/// serialised once.
+fn journal_meta(changes: &[codemode_core::outcome::RecordedChange], room: usize) -> (Value, u64) {
+    if json_len(&changes) <= room {
+        return (serde_json::to_value(changes).unwrap_or_default(), 0);
+    }
+    let mut kept = Vec::new();
+    let mut used = 2; // []
+    for change in changes {
+        let names = codemode_core::outcome::RecordedChange {
+            call: change.call.clone(),
+            file: change.file.clone(),
+            op: change.op.clone(),
+            old_content: None,
+            new_content: None,
+            contents_left_out: true,
+        };
+        let Ok(entry) = serde_json::to_value(names) else { continue };
+        let size = json_len(&entry) + 1;
+        if used + size > room {
+            break;
+        }
+        used += size;
+        kept.push(entry);
+    }
+    let left_out = (changes.len() - kept.len()) as u64;
+    (Value::Array(kept), left_out)
+}
+
+/// The length of `value`'s compact JSON text, without writing it anywhere.
+fn json_len(value: &impl serde::Serialize) -> usize {
+    struct Count(usize);
+    impl std::io::Write for Count {
+        fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+            self.0 += bytes.len();
+            Ok(bytes.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut count = Count(0);
+    match serde_json::to_writer(&mut count, value) {
+        Ok(()) => count.0,
+        Err(_) => usize::MAX,
+    }
 }
 
 /// A returned value holding images or audio: its text (the content list's text items,
@@ -1376,21 +1429,48 @@ impl CallHooks for Hooks {
 enum ArtifactsAs {
     /// `resource_link`s the client reads with `resources/read` in its session.
     Links,
-    /// Embedded resources, their content in the result.
-    Embedded,
+    /// Embedded resources, their content in the result, while the result stays within
+    /// `cap` bytes; the rest are named in a line of text as left out.
+    Embedded {
+        /// The answer's cap (`output_bytes`).
+        cap: usize,
+    },
 }
 
 /// `result` with the artifacts written after `mark` added to its content.
 fn with_artifacts(mut result: CallToolResult, artifacts: &Artifacts, mark: u64, how: ArtifactsAs) -> CallToolResult {
+    let mut used: usize = result.content.iter().filter_map(|c| c.as_text()).map(|t| t.text.len()).sum();
+    let mut left_out = Vec::new();
     for artifact in artifacts.written_since(mark) {
-        result.content.push(match how {
-            ArtifactsAs::Links => ContentBlock::resource_link(
+        match how {
+            ArtifactsAs::Links => result.content.push(ContentBlock::resource_link(
                 Resource::new(artifact.uri.clone(), artifact.path.clone())
                     .with_mime_type(artifact.mime_type.clone())
                     .with_size(artifact.bytes.len() as u64),
-            ),
-            ArtifactsAs::Embedded => ContentBlock::resource(resource_contents(&artifact)),
-        });
+            )),
+            ArtifactsAs::Embedded { cap } => {
+                let size = if artifact.is_text { artifact.bytes.len() } else { artifact.bytes.len().div_ceil(3) * 4 };
+                if used + size > cap {
+                    left_out.push(format!(
+                        "{} ({}, {})",
+                        artifact.path,
+                        artifact.mime_type,
+                        codemode_core::limits::human_bytes(artifact.bytes.len() as u64)
+                    ));
+                    continue;
+                }
+                used += size;
+                result.content.push(ContentBlock::resource(resource_contents(&artifact)));
+            }
+        }
+    }
+    if let (false, ArtifactsAs::Embedded { cap }) = (left_out.is_empty(), how) {
+        result.content.push(ContentBlock::text(cut_text(&format!(
+            "[{} artifacts were left out of this answer: {}. Embedded artifacts count against the answer's cap of {} (`[server] output_bytes`), and a 2026-07-28 request keeps no session to read them from later: write smaller artifacts, or return less]",
+            left_out.len(),
+            left_out.join(", "),
+            codemode_core::limits::human_bytes(cap as u64)
+        ), cap / 4).text));
     }
     result
 }
@@ -1510,6 +1590,7 @@ mod tests {
             unawaited_calls: Vec::new(),
             phases: None,
             changes: Vec::new(),
+            changes_left_out: 0,
         }
     }
 
@@ -1526,19 +1607,44 @@ mod tests {
             op: "create".into(),
             old_content: None,
             new_content: Some("x".repeat(200)),
+            contents_left_out: false,
         }];
         let r = program_result(&done, 1024);
         assert_eq!(texts(&r), ["ok", "Changes recorded by tools (1):\n- create a.md (tools.notes.write)"]);
         let meta = r.meta.clone().unwrap_or_default();
         assert_eq!(meta.0["codemode/changes"][0]["newContent"], serde_json::json!("x".repeat(200)));
         // Over the cap, the contents are left out of `_meta`.
-        let r = program_result(&done, 128);
+        let r = program_result(&done, 320);
         let meta = r.meta.clone().unwrap_or_default();
         assert_eq!(
             meta.0["codemode/changes"],
-            serde_json::json!([{ "call": "tools.notes.write", "file": "a.md", "op": "create", "oldContent": null, "newContent": null }])
+            serde_json::json!([{ "call": "tools.notes.write", "file": "a.md", "op": "create", "oldContent": null, "newContent": null, "contentsLeftOut": true }])
         );
+        assert!(!meta.0.contains_key(CHANGES_LEFT_OUT_META));
         assert!(program_result(&outcome(OutcomeKind::Ok { value: None }, ""), 1024).meta.is_none());
+    }
+
+    #[test]
+    fn a_journal_of_long_names_stays_within_the_cap() {
+        let mut done = outcome(OutcomeKind::Ok { value: Some("\"ok\"".into()) }, "");
+        let change = codemode_core::outcome::RecordedChange {
+            call: "tools.notes.write".into(),
+            file: "n".repeat(100_000),
+            op: "modify".into(),
+            old_content: Some("old".into()),
+            new_content: Some("new".into()),
+            contents_left_out: false,
+        };
+        done.changes = vec![change; 200];
+        done.changes_left_out = 3;
+        let cap = 64 * 1024;
+        let r = program_result(&done, cap);
+        let size = serde_json::to_string(&r).map(|t| t.len()).unwrap_or(usize::MAX);
+        assert!(size <= cap + 512, "the answer is {size} bytes against a cap of {cap}");
+        assert!(texts(&r)[1].starts_with("Changes recorded by tools (203):\n- modify nnn"));
+        let meta = r.meta.clone().unwrap_or_default();
+        assert_eq!(meta.0["codemode/changes"], serde_json::json!([]), "no entry's names fit");
+        assert_eq!(meta.0[CHANGES_LEFT_OUT_META], 203);
     }
 
     #[test]

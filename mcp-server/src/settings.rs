@@ -32,6 +32,13 @@ pub struct ServerConfig {
     /// once (default: all of them under `codemode mcp`; three quarters of them under
     /// `codemode serve`, so one client cannot take every place).
     pub max_paused_programs_per_session: Option<usize>,
+    /// How long a question (an approval, a plugin's question, a sampling request) waits
+    /// for its answer, in ms (default 5 minutes, at least 1 s). Past it the question is
+    /// refused, the program's later questions are not asked (its client is taken to be
+    /// gone) and the program runs on to its end: a program whose client dropped away is
+    /// paused for at most this long.
+    #[serde(default = "default_answer_wait_ms")]
+    pub answer_wait_ms: u64,
     /// The largest result text handed to the agent; larger values are cut structurally.
     #[serde(default = "default_output_bytes")]
     pub output_bytes: usize,
@@ -209,6 +216,7 @@ impl Default for ServerConfig {
             max_programs_per_session: None,
             max_paused_programs: None,
             max_paused_programs_per_session: None,
+            answer_wait_ms: default_answer_wait_ms(),
             output_bytes: default_output_bytes(),
             allowed_origins: Vec::new(),
             warm_workers: None,
@@ -253,6 +261,10 @@ impl ServerConfig {
     pub fn paused_programs(&self) -> usize {
         self.max_paused_programs.unwrap_or(2 * self.max_concurrent_programs.max(1))
     }
+}
+
+fn default_answer_wait_ms() -> u64 {
+    super::approvals::ANSWER_WAIT.as_millis() as u64
 }
 
 fn default_output_bytes() -> usize {

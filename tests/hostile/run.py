@@ -735,8 +735,148 @@ def case_sampling(folder, questions=300, question_bytes=128 << 10):
     client.close()
 
 
+def case_journal(folder, calls=60, change_bytes=2 << 20, named=4, names_per_call=50, name_chars=100_000):
+    """60 calls each recording a 2 MiB change, then 4 x 50 changes to files with
+    100,000-character names: the journal stays within the program's tool-data budget
+    (32 MiB) and the answer within `output_bytes`."""
+    notes = os.path.join(ROOT, "target/formats/podcode/notes.mjs")
+    if not os.path.exists(notes):
+        print("  target/formats is not installed (scripts/npm-fixtures.sh): skipped", flush=True)
+        return
+    client = mcp(folder, f'[server]\noutput_bytes = 65536\n\n[[plugin]]\nname = "notes"\nkind = "javascript"\npath = "{notes}"\n')
+    before = status_kib(client.pid, "VmRSS") / 1024
+    said = {}
+
+    def run():
+        code = f"for (let i = 0; i < {calls}; i++) await tools.notes.rewrite({{ name: `big${{i}}/`, bytes: {change_bytes} }}); return 'done'"
+        said["big"] = client.execute(code, timeout=120)
+        said["rss"] = status_kib(client.pid, "VmRSS") / 1024 - before
+        code = f"for (let i = 0; i < {named}; i++) await tools.notes.rewrite({{ name: `${{i}}` + 'n'.repeat({name_chars}), bytes: 1, count: {names_per_call} }}); return 'done'"
+        said["named"] = client.execute(code, timeout=120)
+        said["next"] = texts(client.execute("return 'served'"))
+        return f"answers of {len(json.dumps(said['big']))} and {len(json.dumps(said['named']))} bytes"
+
+    measured(f"journal: {calls} x {change_bytes >> 20} MiB changes, {named} x {names_per_call} long names", client.pid, cpu_seconds(client.pid), run)
+    big = said["big"]["result"]
+    meta = big.get("_meta", {})
+    kept = [c for c in meta.get("codemode/changes", []) if c.get("newContent")]
+    check(texts(said["big"])[0] == "done" and texts(said["big"])[1].startswith(f"Changes recorded by tools ({calls}):"), f"every change is listed: {[t[:80] for t in texts(said['big'])]}")
+    check(len(json.dumps(said["big"])) <= 65536 + 1024, f"the answer within output_bytes: {len(json.dumps(said['big']))} bytes")
+    check(not kept and len(meta.get("codemode/changes", [])) == calls and all(c.get("contentsLeftOut") for c in meta["codemode/changes"]), f"the _meta journal names each change without its contents: {str(meta)[:300]}")
+    check(said["rss"] <= 100, f"host RSS grew by at most 100 MiB (budget 32 MiB): {said['rss']:.0f} MiB")
+    named_size = len(json.dumps(said["named"]))
+    check(named_size <= 65536 + 1024, f"the long-names answer within output_bytes: {named_size} bytes")
+    check(said["named"]["result"].get("_meta", {}).get("codemode/changesLeftOut", 0) > 0, f"the _meta says how many changes it leaves out: {str(said['named'])[:300]}")
+    check(said["next"] in (['"served"'], ["served"]), f"the host answers the next request: {said['next']}")
+    client.close()
+
+
+def post_2026(url, code, state=None, capabilities=None):
+    """One 2026-07-28 `tools/call execute` over HTTP (no session): its JSON-RPC answer and its size."""
+    import urllib.request
+
+    meta = {
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": capabilities or {},
+        "io.modelcontextprotocol/clientInfo": {"name": "hostile", "version": "1"},
+    }
+    params = {"name": "execute", "arguments": {"code": code}, "_meta": meta}
+    if state:
+        params["requestState"] = state
+    body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": params}).encode()
+    request = urllib.request.Request(url, data=body, method="POST")
+    for key, value in {"content-type": "application/json", "accept": "application/json, text/event-stream", "mcp-protocol-version": "2026-07-28", "mcp-method": "tools/call", "mcp-name": "execute"}.items():
+        request.add_header(key, value)
+    with urllib.request.urlopen(request, timeout=120) as response:
+        text = response.read().decode()
+    for line in [text] + [l[5:] for l in text.splitlines() if l.startswith("data:")]:
+        try:
+            message = json.loads(line)
+        except ValueError:
+            continue
+        if "result" in message or "error" in message:
+            return message, len(line)
+    raise AssertionError(f"no JSON-RPC answer in {text[:300]}")
+
+
+def case_artifacts(folder, sessions=12, per_session=4, mib=8):
+    """12 sessions each writing 4 artifacts of 8 MiB (their session's 32 MiB): all of them
+    together hold at most the server's 256 MiB, and a 2026-07-28 answer embeds artifacts
+    only within `output_bytes`."""
+    plugin = os.path.join(HERE, "artifacts")
+    server = Serve(folder, f'[server]\noutput_bytes = 65536\n\n[[plugin]]\nname = "art"\nkind = "javascript"\npath = "{plugin}"\n')
+    before = status_kib(server.pid, "VmRSS") / 1024
+    clients = [Http(server.url) for _ in range(sessions)]
+    said = {"kept": [], "refused": set()}
+
+    def run():
+        # A 2026-07-28 program's artifacts travel embedded (within the cap) and are freed with it.
+        said["round"], said["round_bytes"] = post_2026(server.url, "return await tools.art.fill({ count: 1, mib: 1 })")
+        for client in clients:
+            client.initialize()
+            got = json.loads(texts(client.execute(f"return await tools.art.fill({{ count: {per_session}, mib: {mib} }})"))[0])
+            said["kept"].append(got["kept"])
+            if got["refused"]:
+                said["refused"].add(got["refused"].split(" (")[0])
+        said["rss"] = status_kib(server.pid, "VmRSS") / 1024 - before
+        said["next"] = texts(clients[0].execute("return 'served'"))
+        return f"kept per session {said['kept']}; refused: {sorted(said['refused'])}; 2026 answer {said['round_bytes']} bytes"
+
+    measured(f"artifacts: {sessions} sessions x {per_session} x {mib} MiB", server.pid, cpu_seconds(server.pid), run, lambda: server.slowest)
+    full = 256 // (per_session * mib)
+    check(said["kept"] == [per_session] * full + [0] * (sessions - full), f"the server keeps 256 MiB of artifacts: {said['kept']}")
+    check(said["refused"] == {"ctx.artifacts.write: the server's artifacts are full"}, f"past it, writes are refused naming the bound: {said['refused']}")
+    check(said["rss"] <= 256 + 128, f"host RSS grew by at most 384 MiB (256 MiB of artifacts): {said['rss']:.0f} MiB")
+    round_texts = [c.get("text", "") for c in said["round"].get("result", {}).get("content", [])]
+    check(said["round_bytes"] <= 65536 + 2048 and any("artifacts were left out of this answer: fill/0.bin" in t for t in round_texts), f"a 2026 answer embeds artifacts within the cap, naming the rest: {said['round_bytes']} bytes, {[t[:200] for t in round_texts]}")
+    check(said["next"] in (['"served"'], ["served"]), f"the host answers the next request: {said['next']}")
+    server.close()
+
+
+def case_abandoned(folder, programs=3, wait_ms=2000):
+    """Programs paused on approvals whose 2026-07-28 client never comes back: each is
+    paused for at most `answer_wait_ms`, asks nothing more, and ends; the paused places
+    are free again for other programs."""
+    config = f'[server]\nanswer_wait_ms = {wait_ms}\nmax_paused_programs = {programs}\nmax_paused_programs_per_session = {programs}\n\n[[plugin]]\nname = "flood"\nkind = "process"\ncommand = "python3"\nargs = ["{FLOOD}"]\nrequire_approval = ["echo"]\n'
+    server = Serve(folder, config)
+    asks = {"elicitation": {"form": {}}}
+    program = "const said = []; for (let i = 0; i < 3; i++) { try { await tools.flood.echo({ i }); said.push('ran') } catch (e) { said.push(e.message) } } return said"
+    said = {}
+
+    def run():
+        t0 = time.monotonic()
+        states = []
+        for _ in range(programs):
+            answer, _ = post_2026(server.url, program, capabilities=asks)
+            states.append(answer.get("result", {}).get("requestState"))
+        said["paused"] = sum(1 for s in states if s)
+        full, _ = post_2026(server.url, program, capabilities=asks)
+        said["full"] = json.dumps(full)[:400]
+        time.sleep(wait_ms / 1000 + 1.5)
+        said["results"] = [post_2026(server.url, program, state=s, capabilities=asks)[0].get("result", {}) for s in states if s]
+        again, _ = post_2026(server.url, program, capabilities=asks)
+        said["again"] = again.get("result", {}).get("resultType")
+        return f"{said['paused']} paused; after {time.monotonic() - t0:.1f} s: {[texts({'result': r})[:1] for r in said['results']][:1]}; a new program: {said['again']}"
+
+    measured(f"abandoned: {programs} programs paused, their client gone", server.pid, cpu_seconds(server.pid), run, lambda: server.slowest)
+    check(said["paused"] == programs, f"each program paused on its approval: {said['paused']}")
+    check("max_paused_programs" in said["full"], f"past the paused cap a question is refused: {said['full']}")
+    wanted = [
+        "asking for approval of tools.flood.echo failed: the client did not come back with the person's answer: no answer came within 2 s (`[server] answer_wait_ms`)",
+        f"asking for approval of tools.flood.echo failed: an earlier question of this program went unanswered for 2 s, so its client is taken to be gone and nothing more is asked",
+    ]
+    for result in said["results"]:
+        got = json.loads(texts({"result": result})[0]) if texts({"result": result}) else result
+        check(got == [wanted[0], wanted[1], wanted[1]], f"the program was paused once, then asked nothing and ended: {got}")
+    check(said["again"] == "input_required", f"the paused places are free again: {said['again']}")
+    server.close()
+
+
 CASES = {
     "agent_names": case_agent_names,
+    "abandoned": case_abandoned,
+    "artifacts": case_artifacts,
+    "journal": case_journal,
     "sampling": case_sampling,
     "random": case_random,
     "search": case_search,

@@ -6,7 +6,8 @@ MCP server, driven by the official MCP Python SDK:
 - the document's own `ctx.recordChange` pattern after a write (with `ctx.ask` answered
   through elicitation) succeeds, and the change journal arrives with the `execute`
   result: one line per change in the content (what the agent reads), and the whole
-  journal in the result's `_meta` under `codemode/changes`.
+  journal in the result's `_meta` under `codemode/changes`; changes a call recorded
+  before it threw arrive too.
 
 Run after scripts/npm-fixtures.sh installed the fixtures:
 
@@ -91,6 +92,22 @@ return [a, b]"""
                 f"the journal in _meta: {result.meta}",
             )
             check(len([m for m in asked if 'the "write" permission for notes/today.md' in m]) == 2, f"ctx.ask reached the person: {asked}")
+
+            # Changes recorded before a call throws are still reported with its failure.
+            code = """try { await tools.notes.rewrite({ name: "failing/", bytes: 3, count: 2, fail: true }) } catch (e) { return e.message }"""
+            result = await session.call_tool("execute", {"code": code})
+            check(
+                texts(result)
+                == [
+                    "the index could not be updated after writing 2 files",
+                    "Changes recorded by tools (2):\n- create failing/0 (tools.notes.rewrite)\n- create failing/1 (tools.notes.rewrite)",
+                ],
+                f"a failed call's journal in the content: {texts(result)}",
+            )
+            check(
+                [c["file"] for c in (result.meta or {}).get("codemode/changes", [])] == ["failing/0", "failing/1"],
+                f"a failed call's journal in _meta: {result.meta}",
+            )
 
             # A program whose calls change nothing carries no journal.
             result = await session.call_tool("execute", {"code": "return 1"})

@@ -186,8 +186,9 @@ pub struct CallScope {
     /// The search model, when one is installed.
     pub(crate) semantic: Option<Arc<crate::tool::semantic::Semantic>>,
     /// The change journal: what the program's calls recorded changing
-    /// ([`crate::outcome::CHANGES_META`]), in the order they answered.
-    pub(crate) changes: std::sync::Mutex<Vec<crate::outcome::RecordedChange>>,
+    /// ([`crate::outcome::CHANGES_META`]), in the order they answered, within the
+    /// program's tool-data budget.
+    pub(crate) changes: std::sync::Mutex<crate::outcome::ChangeJournal>,
     /// What the calling session loaded and selected: a tool private to a skill or an
     /// agent runs only once it is unlocked there ([`crate::tool::skills`]).
     pub(crate) skills: Arc<crate::tool::skills::SkillSession>,
@@ -199,18 +200,18 @@ impl CallScope {
         std::time::Duration::from_nanos(self.host_cpu_used.load(std::sync::atomic::Ordering::Acquire))
     }
 
-    /// Adds the changes a call's result lists to the program's journal.
-    fn record_changes(&self, plugin: &str, tool: &str, result: &crate::tool::ToolResult) {
-        let call = format!("tools.{plugin}.{tool}");
-        let recorded = crate::outcome::RecordedChange::from_result_meta(result.meta.as_ref(), &call);
-        if !recorded.is_empty() {
-            self.changes.lock().unwrap_or_else(|p| p.into_inner()).extend(recorded);
+    /// Moves the changes a call's result lists into the program's journal.
+    fn record_changes(&self, plugin: &str, tool: &str, result: &mut crate::tool::ToolResult) {
+        if result.meta.as_ref().is_some_and(|m| m.contains_key(crate::outcome::CHANGES_META)) {
+            let call = format!("tools.{plugin}.{tool}");
+            self.changes.lock().unwrap_or_else(|p| p.into_inner()).take_from(result.meta.as_mut(), &call);
         }
     }
 
-    /// The journal so far, taken (for the outcome).
-    pub(crate) fn take_changes(&self) -> Vec<crate::outcome::RecordedChange> {
-        std::mem::take(&mut *self.changes.lock().unwrap_or_else(|p| p.into_inner()))
+    /// The journal so far, taken (for the outcome): the kept changes and how many were
+    /// left out.
+    pub(crate) fn take_changes(&self) -> (Vec<crate::outcome::RecordedChange>, u64) {
+        std::mem::take(&mut *self.changes.lock().unwrap_or_else(|p| p.into_inner())).into_parts()
     }
 
     /// The catalog plugins are in now.
@@ -357,8 +358,8 @@ pub(crate) async fn serve_call(
     }
     let answer = match call(&scope, &ByPath { plugin: &plugin, tool: &tool }, Input::Text(input), call_id, cancel).await
     {
-        Ok(called) => {
-            scope.record_changes(&called.plugin, &called.tool.definition.name, &called.result);
+        Ok(mut called) => {
+            scope.record_changes(&called.plugin, &called.tool.definition.name, &mut called.result);
             called.tool.answer(&called.result)
         }
         Err(e) => ToolAnswer::Reject(e.to_string()),

@@ -104,6 +104,7 @@ pub(super) fn without_worker(started: Instant, kind: OutcomeKind) -> Outcome {
         unawaited_calls: Vec::new(),
         phases: None,
         changes: Vec::new(),
+        changes_left_out: 0,
     }
 }
 

@@ -321,7 +321,7 @@ impl Executor {
             builtin_turn: tokio::sync::Semaphore::new(1),
             builtin_slots: Arc::clone(&self.builtin_slots),
             semantic: self.semantic.get().cloned(),
-            changes: std::sync::Mutex::default(),
+            changes: std::sync::Mutex::new(crate::outcome::ChangeJournal::new(limits.tool_bytes_in_flight)),
             skills,
         }
     }
@@ -519,6 +519,7 @@ impl Executor {
             None
         };
         let (kind, worker_dropped) = ending::outcome_kind(ended, status.as_ref(), &limits);
+        let (changes, changes_left_out) = session.calls.take_changes();
         Outcome {
             kind,
             console: session.console.text,
@@ -528,7 +529,8 @@ impl Executor {
             sandbox_missing: self.launcher.missing_layers(),
             unawaited_calls: session.unawaited,
             phases: session.worker_times.map(|(worker, arrived)| Phases::from_clock(called_ns, worker, arrived)),
-            changes: session.calls.take_changes(),
+            changes,
+            changes_left_out,
         }
     }
 

@@ -14,7 +14,9 @@
 //!    read back with `resources/read` while the session lasts), with their media types.
 //!
 //! The store is bounded: [`MAX_ARTIFACT_BYTES`] per artifact, [`MAX_SESSION_BYTES`] and
-//! [`MAX_ARTIFACTS`] per session; it is freed with the session.
+//! [`MAX_ARTIFACTS`] per session, and for all the sessions of the process together
+//! [`MAX_SERVER_BYTES`] and [`MAX_SERVER_ARTIFACTS`] ([`ServerArtifacts`]); a session's
+//! artifacts are freed, and given back to the server's bound, with the session.
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -26,6 +28,10 @@ pub const MAX_ARTIFACT_BYTES: usize = 8 * 1024 * 1024;
 pub const MAX_SESSION_BYTES: usize = 32 * 1024 * 1024;
 /// The most artifacts a session keeps.
 pub const MAX_ARTIFACTS: usize = 256;
+/// The most the artifacts of all sessions together may hold, in bytes.
+pub const MAX_SERVER_BYTES: usize = 256 * 1024 * 1024;
+/// The most artifacts all sessions together keep.
+pub const MAX_SERVER_ARTIFACTS: usize = 4096;
 /// The longest artifact path, in bytes.
 pub const MAX_PATH_BYTES: usize = 256;
 /// The URI scheme the agent reads artifacts under.
@@ -61,6 +67,21 @@ pub enum ArtifactError {
         /// [`MAX_SESSION_BYTES`].
         max_bytes: usize,
     },
+    /// All sessions' artifacts together would grow past [`MAX_SERVER_BYTES`] or
+    /// [`MAX_SERVER_ARTIFACTS`].
+    #[error("the server's artifacts are full ({count} artifacts, {bytes} bytes held for all its sessions; at most {max_count} and {max_bytes} bytes): the artifact {path:?} was not kept; sessions that end free theirs, so try again later or write less")]
+    ServerFull {
+        /// The artifact refused.
+        path: String,
+        /// How many all sessions hold.
+        count: usize,
+        /// How many bytes they hold.
+        bytes: usize,
+        /// [`MAX_SERVER_ARTIFACTS`].
+        max_count: usize,
+        /// [`MAX_SERVER_BYTES`].
+        max_bytes: usize,
+    },
     /// No artifact has the path.
     #[error("this session has no artifact {0:?}")]
     NotFound(String),
@@ -83,6 +104,60 @@ pub struct Artifact {
     written: u64,
 }
 
+/// What the artifacts of all sessions hold together, against [`MAX_SERVER_BYTES`] and
+/// [`MAX_SERVER_ARTIFACTS`] (or the bounds it was made with): each session's store
+/// takes its share when it writes and gives it back when it is dropped.
+#[derive(Debug)]
+pub struct ServerArtifacts {
+    held: Mutex<(usize, usize)>,
+    max_count: usize,
+    max_bytes: usize,
+}
+
+impl ServerArtifacts {
+    /// A bound of `max_count` artifacts and `max_bytes` bytes.
+    pub fn new(max_count: usize, max_bytes: usize) -> Self {
+        Self { held: Mutex::new((0, 0)), max_count, max_bytes }
+    }
+
+    /// The process's one bound, shared by every session's store.
+    pub fn process() -> Arc<Self> {
+        static PROCESS: std::sync::LazyLock<Arc<ServerArtifacts>> =
+            std::sync::LazyLock::new(|| Arc::new(ServerArtifacts::new(MAX_SERVER_ARTIFACTS, MAX_SERVER_BYTES)));
+        Arc::clone(&PROCESS)
+    }
+
+    /// What all sessions hold now: (artifacts, bytes).
+    pub fn held(&self) -> (usize, usize) {
+        *self.held.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Takes `count` more artifacts and `bytes` more bytes (either may be negative
+    /// through `freed_*`), or says it is full.
+    fn take(&self, path: &str, count: usize, bytes: usize, freed_bytes: usize) -> Result<(), ArtifactError> {
+        let mut held = self.held.lock().unwrap_or_else(|p| p.into_inner());
+        let (held_count, held_bytes) = *held;
+        let after = held_bytes.saturating_sub(freed_bytes) + bytes;
+        if held_count + count > self.max_count || (bytes > freed_bytes && after > self.max_bytes) {
+            return Err(ArtifactError::ServerFull {
+                path: path.into(),
+                count: held_count,
+                bytes: held_bytes,
+                max_count: self.max_count,
+                max_bytes: self.max_bytes,
+            });
+        }
+        *held = (held_count + count, after);
+        Ok(())
+    }
+
+    /// Gives back what a dropped store held.
+    fn give_back(&self, count: usize, bytes: usize) {
+        let mut held = self.held.lock().unwrap_or_else(|p| p.into_inner());
+        *held = (held.0.saturating_sub(count), held.1.saturating_sub(bytes));
+    }
+}
+
 /// A session's artifacts.
 #[derive(Debug)]
 pub struct Artifacts {
@@ -90,16 +165,35 @@ pub struct Artifacts {
     session: u64,
     kept: Mutex<BTreeMap<String, Artifact>>,
     writes: AtomicU64,
+    /// The bound of all sessions together.
+    server: Arc<ServerArtifacts>,
 }
 
 impl Default for Artifacts {
     fn default() -> Self {
-        static NEXT: AtomicU64 = AtomicU64::new(1);
-        Self { session: NEXT.fetch_add(1, Ordering::Relaxed), kept: Mutex::default(), writes: AtomicU64::new(0) }
+        Self::within(ServerArtifacts::process())
+    }
+}
+
+impl Drop for Artifacts {
+    fn drop(&mut self) {
+        let kept = self.kept.get_mut().unwrap_or_else(|p| p.into_inner());
+        self.server.give_back(kept.len(), kept.values().map(|a| a.bytes.len()).sum());
     }
 }
 
 impl Artifacts {
+    /// An empty store counted against `server`.
+    pub fn within(server: Arc<ServerArtifacts>) -> Self {
+        static NEXT: AtomicU64 = AtomicU64::new(1);
+        Self {
+            session: NEXT.fetch_add(1, Ordering::Relaxed),
+            kept: Mutex::default(),
+            writes: AtomicU64::new(0),
+            server,
+        }
+    }
+
     /// The URI of the artifact at `path` in this session.
     pub fn uri(&self, path: &str) -> String {
         format!("{SCHEME}://s{}/{path}", self.session)
@@ -134,6 +228,8 @@ impl Artifacts {
                 max_bytes: MAX_SESSION_BYTES,
             });
         }
+        let replacing = kept.contains_key(path);
+        self.server.take(path, usize::from(!replacing), bytes.len(), replaced)?;
         let artifact = Artifact {
             path: path.into(),
             uri: self.uri(path),
@@ -237,5 +333,28 @@ mod tests {
         assert!(matches!(store.write("f5", vec![0], false, None), Err(ArtifactError::Full { count: 4, .. })));
         // Replacing one keeps within the bound.
         store.write("f0", vec![1; 10], false, None).unwrap();
+    }
+
+    #[test]
+    fn all_sessions_together_are_bounded_and_a_dropped_session_gives_back() {
+        let server = Arc::new(ServerArtifacts::new(5, 3 * MAX_ARTIFACT_BYTES));
+        let (a, b) = (Artifacts::within(Arc::clone(&server)), Artifacts::within(Arc::clone(&server)));
+        a.write("one", vec![0; MAX_ARTIFACT_BYTES], false, None).unwrap();
+        a.write("two", vec![0; MAX_ARTIFACT_BYTES], false, None).unwrap();
+        b.write("one", vec![0; MAX_ARTIFACT_BYTES], false, None).unwrap();
+        let refused = b.write("two", vec![0; 1], false, None).unwrap_err();
+        assert_eq!(
+            refused.to_string(),
+            format!("the server's artifacts are full (3 artifacts, {} bytes held for all its sessions; at most 5 and {} bytes): the artifact \"two\" was not kept; sessions that end free theirs, so try again later or write less", 3 * MAX_ARTIFACT_BYTES, 3 * MAX_ARTIFACT_BYTES)
+        );
+        // Replacing with less is always allowed, and frees the difference.
+        b.write("one", vec![0; 10], false, None).unwrap();
+        assert_eq!(server.held(), (3, 2 * MAX_ARTIFACT_BYTES + 10));
+        b.write("two", vec![0; 1], false, None).unwrap();
+        b.write("three", vec![0; 1], false, None).unwrap();
+        assert!(matches!(b.write("four", vec![0; 1], false, None), Err(ArtifactError::ServerFull { count: 5, .. })));
+        drop(a);
+        assert_eq!(server.held(), (3, 12));
+        b.write("four", vec![0; MAX_ARTIFACT_BYTES], false, None).unwrap();
     }
 }

@@ -611,7 +611,21 @@ function resultText(value) {
   return isObject ? `${content},"structuredContent":${text}}` : `${content}}`;
 }
 
-const failedText = (message) => JSONStringify({ content: [{ type: "text", text: message }], isError: true });
+const failedText = (message, meta) =>
+  JSONStringify(meta === undefined
+    ? { content: [{ type: "text", text: message }], isError: true }
+    : { content: [{ type: "text", text: message }], isError: true, _meta: meta });
+
+/**
+ * A call's failure that still carries result `_meta` for the host (the change journal a
+ * Podcode tool recorded before it threw): thrown by an adapter in place of `cause`.
+ */
+class FailureWithMeta {
+  constructor(cause, meta) {
+    this.cause = cause;
+    this.meta = meta;
+  }
+}
 
 /**
  * Calls still running, by ticket -> `RunningCall`: `{ ticket, tool, controller,
@@ -705,7 +719,7 @@ async function callTool(running, delivery) {
     }
     text = resultText(value);
   } catch (e) {
-    text = failedText(messageOf(e));
+    text = e instanceof FailureWithMeta ? failedText(messageOf(e.cause), e.meta) : failedText(messageOf(e));
   }
   if (running.ended !== undefined) return; // given up by the host: it reads no answer
   endCall(running, "answered");
@@ -809,6 +823,7 @@ const kit = ObjectFreeze({
   register: (spec) => { addTool(spec); },
   note: (text) => { ArrayPrototypePush(notes, text); },
   refuse: (text) => { throw new PluginError(text); },
+  failWithMeta: (cause, meta) => { throw new FailureWithMeta(cause, meta); },
   unoffered,
   notApplicable,
   askModel,

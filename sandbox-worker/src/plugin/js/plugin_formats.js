@@ -374,8 +374,15 @@ const formats = (function () {
             kit.unoffered,
           );
           ObjectDefineProperty(ctx, "messages", { get: () => { throw new ErrorCtor(PODCODE_NO_MESSAGES); }, enumerable: false });
-          const result = podcodeResult(await ReflectApply(execute, def, [args, ObjectFreeze(ctx)]), truncation);
-          return withChanges(result, changes);
+          let returned;
+          try {
+            returned = await ReflectApply(execute, def, [args, ObjectFreeze(ctx)]);
+          } catch (e) {
+            // What it changed before it threw is still changed: the journal says so.
+            if (changes.length === 0) throw e;
+            kit.failWithMeta(e, { [CHANGES_META]: changes });
+          }
+          return withChanges(podcodeResult(returned, truncation), changes);
         },
       });
     }

@@ -5,6 +5,7 @@ import { z } from "zod"
 // (readIfExists, writeFile, basename) keep the files in memory here, so the document's
 // execute body runs unchanged.
 const files = new Map()
+const rewritten = new Set()
 async function readIfExists(path) {
   return files.has(path) ? files.get(path) : null
 }
@@ -70,6 +71,28 @@ export default {
           parameters: z.object({ kb: z.number().describe("How many KiB of log.") }),
           async execute({ kb }) {
             return { output: log(kb) }
+          },
+        },
+        {
+          id: "rewrite",
+          description: "Rewrite `count` files named `name` + their number with `bytes` of text each; with `fail`, throw once they are written.",
+          parameters: z.object({
+            name: z.string().describe("The files' name, numbered."),
+            bytes: z.number().describe("Each file's new length."),
+            count: z.number().default(1).describe("How many files."),
+            fail: z.boolean().default(false).describe("Throw after writing."),
+          }),
+          async execute({ name, bytes, count, fail }, ctx) {
+            // Only the names are kept here (the bodies could fill the plugin's memory).
+            for (let i = 0; i < count; i++) {
+              const path = `${name}${i}`
+              const body = "x".repeat(bytes)
+              const op = rewritten.has(path) ? "modify" : "create"
+              rewritten.add(path)
+              ctx.recordChange({ file: path, op, oldContent: null, newContent: body })
+            }
+            if (fail) throw new Error(`the index could not be updated after writing ${count} files`)
+            return { output: `rewrote ${count} files` }
           },
         },
       ],
