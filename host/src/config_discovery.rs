@@ -93,6 +93,7 @@ example_tools = true
 # output_bytes = 65536      # longer results are cut, keeping JSON valid
 # max_concurrent_programs = 8
 # max_paused_programs = 16  # programs waiting for a person's answer (they hold no slot)
+# answer_wait_ms = 300000   # how long a question waits; unanswered, the program asks no more
 # catalog_budget = 8000     # past it, plugins are listed by name and programs use tools.$search
 
 # A process plugin: any executable speaking JSON-RPC over stdio.

@@ -24,7 +24,7 @@
 //!    rejects and the program goes on), and the program's later questions are refused
 //!    at once, so it is paused at most once that long; it ends at its wall clock at the
 //!    latest, with that outcome; its result is kept a while for a late retry
-//!    ([`RESULT_KEPT`]). A program whose client went away runs to its end under its
+//!    ([`RESULT_KEPT`], and only the newest [`MAX_ENDED_RUNS`] of all clients'). A program whose client went away runs to its end under its
 //!    limits, like a call it never awaited.
 //!
 //! While a program waits for an answer it holds no program slot
@@ -64,6 +64,12 @@ pub const MIN_KEY_LENGTH: usize = 32;
 
 /// How long a finished program's result waits for a client that has not come back.
 pub const RESULT_KEPT: Duration = Duration::from_secs(5 * 60);
+
+/// The most ended runs the server keeps (with a result nobody came back for, or a
+/// result taken, for late retries): past it the oldest are let go first. A kept result
+/// is the program's answer within `output_bytes` (a few blocks of it), so this bounds
+/// what clients that never come back make the server keep.
+pub const MAX_ENDED_RUNS: usize = 256;
 
 /// What a client is told when the replica holding its program cannot be reached.
 pub const GONE: &str =
@@ -248,6 +254,14 @@ impl Rounds {
         let mut runs = self.runs.lock().unwrap_or_else(|p| p.into_inner());
         // Runs whose client never came back for the result.
         runs.retain(|_, run| run.ended().is_none_or(|at| at.elapsed() <= RESULT_KEPT));
+        let mut ended: Vec<(Instant, String)> =
+            runs.iter().filter_map(|(id, run)| run.ended().map(|at| (at, id.clone()))).collect();
+        if ended.len() >= MAX_ENDED_RUNS {
+            ended.sort_unstable();
+            for (_, oldest) in ended.iter().take(ended.len() + 1 - MAX_ENDED_RUNS) {
+                runs.remove(oldest);
+            }
+        }
         runs.insert(id, Arc::clone(&run));
         let side = RunSide { questions: questions_tx, finished: finished_tx, run: Arc::clone(&run) };
         (run, side)
@@ -520,6 +534,23 @@ mod tests {
         let Ok(Resumed::Here(late)) = rounds.resume(&state, caller) else { panic!("kept for late retries") };
         let error = rounds.round(&late, &CancellationToken::new()).await.err().unwrap();
         assert_eq!(error.message, ALREADY_ANSWERED);
+    }
+
+    #[test]
+    fn ended_runs_nobody_came_back_for_are_kept_up_to_the_bound_oldest_let_go_first() {
+        let rounds = rounds(None);
+        let caller = Binding::of(Some("Bearer a"));
+        let mut ids = Vec::new();
+        for _ in 0..MAX_ENDED_RUNS + 10 {
+            let (run, side) = rounds.start(caller);
+            side.finish(CallToolResult::success(vec![rmcp::model::ContentBlock::text("x".repeat(1000))]));
+            ids.push(run.id.clone());
+        }
+        let (running, _side) = rounds.start(caller);
+        let runs = rounds.runs.lock().unwrap();
+        assert_eq!(runs.len(), MAX_ENDED_RUNS, "the bound, the running one included");
+        assert!(runs.contains_key(&running.id), "a running program is never let go");
+        assert!(!runs.contains_key(&ids[0]) && runs.contains_key(&ids[ids.len() - 1]), "the oldest go first");
     }
 
     #[tokio::test]
