@@ -154,7 +154,7 @@ async fn sample(asker: Asker, waiting: Waiting, request: SampleRequest) -> Resul
         return Err(format!("{api}: {gone}"));
     }
     let _held = waiting.hold(&api, bytes)?;
-    let params = create_message(&request.params);
+    let params = create_message(request.params);
     let seat = asker.seat();
     if let Some(living) = seat.as_ref().and_then(Weak::upgrade) {
         if let Err(refused) = living.pause().await {
@@ -191,21 +191,22 @@ async fn ask(asker: &Asker, params: CreateMessageRequestParams) -> Result<Create
     }
 }
 
-/// The plugin's request as MCP's `sampling/createMessage` parameters.
-fn create_message(params: &SampleParams) -> CreateMessageRequestParams {
+/// The plugin's request as MCP's `sampling/createMessage` parameters, its text moved
+/// (a question is held once while it waits).
+fn create_message(params: SampleParams) -> CreateMessageRequestParams {
     let messages = params
         .messages
-        .iter()
+        .into_iter()
         .map(|m| {
             let role = if m.role == "assistant" { Role::Assistant } else { Role::User };
-            SamplingMessage::new(role, SamplingMessageContentBlock::text(m.content.clone()))
+            SamplingMessage::new(role, SamplingMessageContentBlock::text(m.content))
         })
         .collect();
     let mut request = CreateMessageRequestParams::new(messages, params.max_tokens.unwrap_or(DEFAULT_MAX_TOKENS));
-    request.system_prompt = params.system_prompt.clone();
+    request.system_prompt = params.system_prompt;
     request.temperature = params.temperature;
     if !params.stop_sequences.is_empty() {
-        request.stop_sequences = Some(params.stop_sequences.clone());
+        request.stop_sequences = Some(params.stop_sequences);
     }
     if !params.model_hints.is_empty() {
         request.model_preferences =
@@ -240,7 +241,7 @@ mod tests {
             model_hints: vec!["gpt-5.5".into()],
             api: Some("host.llm".into()),
         };
-        let value = serde_json::to_value(create_message(&params)).unwrap_or_default();
+        let value = serde_json::to_value(create_message(params.clone())).unwrap_or_default();
         assert_eq!(
             value,
             serde_json::json!({

@@ -704,10 +704,10 @@ def case_agent_names(folder, requests=600, name_bytes=512 << 10):
     client.close()
 
 
-def case_sampling(folder, questions=300, question_bytes=128 << 10):
-    """300 questions of 128 KiB to a client's model that never answers: bounded."""
+def case_sampling(folder, questions=300, question_bytes=1 << 20):
+    """300 questions of 1 MiB to a client's model that never answers: bounded."""
     plugin = os.path.join(HERE, "big_questions.ts")
-    path = write(os.path.join(folder, "codemode.toml"), f'[limits]\nwall_clock_ms = 60000\n\n[[plugin]]\nname = "big"\nkind = "javascript"\npath = "{plugin}"\ntimeout_ms = 3000\n')
+    path = write(os.path.join(folder, "codemode.toml"), f'[limits]\nwall_clock_ms = 60000\n\n[[plugin]]\nname = "big"\nkind = "javascript"\npath = "{plugin}"\ntimeout_ms = 10000\nmemory_mib = 1024\n')
     client = Stdio([CODEMODE, "mcp", "--config", path], env=env(), unanswered={"sampling/createMessage"})
     client.initialize(sampling=True)
     before = status_kib(client.pid, "VmRSS") / 1024
@@ -872,8 +872,42 @@ def case_abandoned(folder, programs=3, wait_ms=2000):
     server.close()
 
 
+def case_sampling_wide(folder, programs=12, asks=10, question_bytes=1 << 20):
+    """12 programs of 2026-07-28 clients, each asking 10 questions of 1 MiB that are
+    never answered: the server holds at most 64 MiB of question text for all of them,
+    the programs past it are refused naming the server's bound."""
+    plugin = os.path.join(HERE, "big_questions.ts")
+    config = f'[server]\nmax_paused_programs = 32\nmax_paused_programs_per_session = 32\n\n[[plugin]]\nname = "big"\nkind = "javascript"\npath = "{plugin}"\n'
+    server = Serve(folder, config)
+    before = status_kib(server.pid, "VmRSS") / 1024
+    program = f"return await Promise.all(Array.from({{ length: {asks} }}, () => tools.big.ask_big({{ bytes: {question_bytes} }}).catch((e) => e.message)))"
+    said = {"asking": 0, "refused": []}
+
+    def run():
+        for _ in range(programs):
+            answer, _ = post_2026(server.url, program, capabilities={"sampling": {}})
+            result = answer.get("result", {})
+            if result.get("resultType") == "input_required":
+                said["asking"] += 1
+            else:
+                said["refused"].append(json.loads(texts({"result": result})[0]))
+        said["rss"] = status_kib(server.pid, "VmRSS") / 1024 - before
+        said["next"], _ = post_2026(server.url, "return 'served'")
+        return f"{said['asking']} programs wait for answers, {len(said['refused'])} refused; host RSS +{said['rss']:.0f} MiB"
+
+    measured(f"sampling, server-wide: {programs} programs x {asks} x {question_bytes >> 20} MiB unanswered", server.pid, cpu_seconds(server.pid), run, lambda: server.slowest)
+    held = 64 // (8 * (question_bytes >> 20))
+    check(said["asking"] == held, f"{held} programs hold 8 questions each (64 MiB): {said['asking']}")
+    server_bound = "the server holds 128 questions or 64 MiB of question text for clients' models already"
+    check(all(len(r) == asks and all(server_bound in m for m in r) for r in said["refused"]) and len(said["refused"]) == programs - held, f"the others are refused naming the server's bound: {[r[:1] for r in said['refused']]}")
+    check(said["rss"] <= 64 + 96, f"host RSS grew by at most 160 MiB (64 MiB of questions held): {said['rss']:.0f} MiB")
+    check(texts(said["next"]) in (['"served"'], ["served"]), f"the host answers the next request: {texts(said['next'])}")
+    server.close()
+
+
 CASES = {
     "agent_names": case_agent_names,
+    "sampling_wide": case_sampling_wide,
     "abandoned": case_abandoned,
     "artifacts": case_artifacts,
     "journal": case_journal,
