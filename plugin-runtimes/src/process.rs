@@ -873,7 +873,7 @@ fn serve_workspace(
 }
 
 /// `host/artifacts`: the session's artifacts, for a running call.
-fn serve_artifacts(call: Option<CallServices>, params: ArtifactParams) -> Result<ArtifactResult, String> {
+fn serve_artifacts(call: Option<CallServices>, mut params: ArtifactParams) -> Result<ArtifactResult, String> {
     use base64::Engine as _;
     let base64 = base64::engine::general_purpose::STANDARD;
     let member = match params.op {
@@ -897,8 +897,9 @@ fn serve_artifacts(call: Option<CallServices>, params: ArtifactParams) -> Result
     Ok(match params.op {
         FileOp::Write => {
             let path = path()?;
-            let (bytes, is_text) = match (&params.text, &params.base64) {
-                (Some(text), _) => (text.clone().into_bytes(), true),
+            // The content is moved, not copied, into the store.
+            let (bytes, is_text) = match (params.text.take(), params.base64.take()) {
+                (Some(text), _) => (text.into_bytes(), true),
                 (None, Some(encoded)) => {
                     (base64.decode(encoded).map_err(|e| format!("{member}: the content is not base64: {e}"))?, false)
                 }

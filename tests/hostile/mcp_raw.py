@@ -110,7 +110,8 @@ class Stdio:
             self.proc.stdin.write(data)
             self.proc.stdin.flush()
 
-    def request(self, method, params=None, timeout=120):
+    def start(self, method, params=None):
+        """Sends a request without waiting: its id, and the queue its answer arrives in."""
         slot = queue.Queue()
         with self.lock:
             rid = self.next_id
@@ -120,6 +121,10 @@ class Stdio:
         if params is not None:
             message["params"] = params
         self._send(message)
+        return rid, slot
+
+    def request(self, method, params=None, timeout=120):
+        rid, slot = self.start(method, params)
         answer = slot.get(timeout=timeout)
         answer["_bytes"] = self.response_bytes.get(rid, 0)
         return answer

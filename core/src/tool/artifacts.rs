@@ -96,8 +96,9 @@ pub struct Artifact {
     pub uri: String,
     /// Its media type.
     pub mime_type: String,
-    /// Its bytes.
-    pub bytes: Arc<[u8]>,
+    /// Its bytes (shared, not copied, by every reader; made from the written vector
+    /// without a copy).
+    pub bytes: bytes::Bytes,
     /// It was written as text (its bytes are UTF-8).
     pub is_text: bool,
     /// When it was written, in the session's order of writes.
