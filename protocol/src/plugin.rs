@@ -456,11 +456,11 @@ impl HostRequest {
         }
     }
 
-    fn params(&self) -> Value {
+    fn params_ref(&self) -> HostParams<'_> {
         match self {
-            HostRequest::Initialize(p) => serde_json::to_value(p).unwrap_or(Value::Null),
-            HostRequest::ToolsList => Value::Object(Map::new()),
-            HostRequest::ToolCall(p) => serde_json::to_value(p).unwrap_or(Value::Null),
+            HostRequest::Initialize(p) => HostParams::Initialize(p),
+            HostRequest::ToolsList => HostParams::Empty {},
+            HostRequest::ToolCall(p) => HostParams::ToolCall(p),
         }
     }
 }
@@ -666,11 +666,18 @@ impl Outgoing {
         Outgoing::Answer(id, Ok(serde_json::to_value(result).unwrap_or(Value::Null)))
     }
 
-    /// The line, as JSON text.
+    /// The line, as JSON text, with room for its newline.
     pub fn to_line(&self) -> String {
         let value = match self {
+            // A tool call's input may be tens of MiB: written straight from its parts
+            // (no copy of the input as a JSON tree, no growing buffer).
             Outgoing::HostRequest(id, request) => {
-                serde_json::json!({ "jsonrpc": "2.0", "id": id, "method": request.method(), "params": request.params() })
+                return exact_line(&Envelope {
+                    jsonrpc: "2.0",
+                    id,
+                    method: request.method(),
+                    params: request.params_ref(),
+                })
             }
             Outgoing::CancelCall(id) => {
                 serde_json::json!({ "jsonrpc": "2.0", "method": method::TOOL_CANCEL, "params": { "id": id } })
@@ -693,8 +700,51 @@ impl Outgoing {
             Outgoing::Answer(id, Ok(result)) => serde_json::json!({ "jsonrpc": "2.0", "id": id, "result": result }),
             Outgoing::Answer(id, Err(error)) => serde_json::json!({ "jsonrpc": "2.0", "id": id, "error": error }),
         };
-        value.to_string()
+        exact_line(&value)
     }
+}
+
+/// A request line's parts, serialised in place.
+#[derive(Serialize)]
+struct Envelope<'a, P: Serialize> {
+    jsonrpc: &'static str,
+    id: &'a RequestId,
+    method: &'static str,
+    params: P,
+}
+
+/// A host request's params, borrowed.
+#[derive(Serialize)]
+#[serde(untagged)]
+enum HostParams<'a> {
+    Initialize(&'a InitializeParams),
+    Empty {},
+    ToolCall(&'a ToolCallParams),
+}
+
+/// `value` as compact JSON text in a buffer of exactly its length and one byte more
+/// (for the newline the writer adds): measured first, so a large line is never copied
+/// while it grows.
+fn exact_line(value: &impl Serialize) -> String {
+    struct Count(usize);
+    impl std::io::Write for Count {
+        fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+            self.0 += bytes.len();
+            Ok(bytes.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut count = Count(0);
+    if serde_json::to_writer(&mut count, value).is_err() {
+        return "null".to_string();
+    }
+    let mut line = Vec::with_capacity(count.0 + 1);
+    if serde_json::to_writer(&mut line, value).is_err() {
+        return "null".to_string();
+    }
+    String::from_utf8(line).unwrap_or_else(|_| "null".to_string())
 }
 
 #[cfg(test)]

@@ -41,6 +41,7 @@ def send(message):
 def tools():
     listed = [
         {"name": "echo", "description": "Returns its input.", "inputSchema": {"type": "object"}},
+        {"name": "length", "description": "The length of its input's `s`.", "inputSchema": {"type": "object"}},
         {
             "name": "environ",
             "description": "Reads the host process's environment from /proc.",
@@ -80,6 +81,8 @@ def flood():
 def call(rid, name, arguments):
     if name == "echo":
         result = {"content": [{"type": "text", "text": json.dumps(arguments)}]}
+    elif name == "length":
+        result = {"content": [{"type": "text", "text": str(len(arguments.get("s", "")))}]}
     elif name == "environ":
         try:
             with open(f"/proc/{os.getppid()}/environ", "rb") as f:

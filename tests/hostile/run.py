@@ -937,8 +937,30 @@ def case_cancel_paused(folder, seats=2, rounds=3):
     client.close()
 
 
+def case_big_input(folder, mib=48):
+    """A 48 MiB string as a tool's input, on its way to a process plugin's line: the host
+    holds it about twice (its parsed value and the line), not as copies of copies."""
+    config = f'[limits]\ntool_bytes_in_flight = {48 << 20}\nmemory_mib = 1024\n\n[[plugin]]\nname = "flood"\nkind = "process"\ncommand = "python3"\nargs = ["{FLOOD}"]\n'
+    client = mcp(folder, config)
+    client.execute("return await tools.flood.length({ s: 'warm' })")
+    idle = status_kib(client.pid, "VmRSS") / 1024
+    n = (mib << 20) - 4096
+    said = {}
+
+    def run():
+        said["length"] = texts(client.execute(f"return await tools.flood.length({{ s: 'x'.repeat({n}) }})", timeout=120))
+        said["grown"] = status_kib(client.pid, "VmHWM") / 1024 - idle
+        return f"the plugin read {said['length']}; host peak RSS +{said['grown']:.0f} MiB over idle = {said['grown'] / (n / 1048576):.2f}x the input"
+
+    measured(f"big input: a {mib} MiB string to a process plugin", client.pid, cpu_seconds(client.pid), run)
+    check(said["length"] in ([str(n)], [f'"{n}"']), f"the plugin reads the whole input: {said['length']}")
+    check(said["grown"] <= 3 * mib, f"the host holds the input at most 3 times: +{said['grown']:.0f} MiB")
+    client.close()
+
+
 CASES = {
     "agent_names": case_agent_names,
+    "big_input": case_big_input,
     "cancel_paused": case_cancel_paused,
     "sampling_wide": case_sampling_wide,
     "abandoned": case_abandoned,
