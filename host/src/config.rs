@@ -746,13 +746,9 @@ impl Config {
     /// `agents/<name>/`, written `name` or `plugin/name`. `Err` names the agents there are.
     pub fn check_agent(&self) -> Result<(), String> {
         let Some(selected) = self.server.agent.as_deref() else { return Ok(()) };
-        let mut known: Vec<String> = self
-            .guidance()
-            .iter()
-            .flat_map(|(plugin, g)| g.agents.iter().map(move |a| format!("{plugin}/{}", a.name)))
-            .collect();
-        known.sort();
-        let found = known.iter().any(|k| k == selected || k.rsplit('/').next() == Some(selected));
+        let guidance = self.guidance();
+        let known = crate::tool::skills::agent_names(guidance.iter().map(|(p, g)| (p.as_str(), g)));
+        let found = known.iter().any(|k| crate::tool::skills::names_agent(k, selected));
         match (found, known.is_empty()) {
             (true, _) => Ok(()),
             (false, true) => Err(format!(

@@ -297,13 +297,8 @@ impl CodemodeServer {
     /// plugin has it and this client may select it. A session therefore keeps at most
     /// as many agent names as the catalog has agents.
     fn selectable_agent(&self, named: &str, ctx: &RequestContext<RoleServer>) -> Result<String, String> {
-        let catalog = self.shared.executor.catalog();
-        let mut known: Vec<String> = catalog
-            .guidances()
-            .flat_map(|(plugin, g)| g.agents.iter().map(move |a| format!("{plugin}/{}", a.name)))
-            .collect();
-        known.sort();
-        let matches = |qualified: &str, name: &str| name == qualified || qualified.rsplit('/').next() == Some(name);
+        use codemode_core::tool::skills::{agent_names, names_agent as matches};
+        let known = agent_names(self.shared.executor.catalog().guidances());
         // A name is echoed at most this long: the request may carry megabytes.
         let shown: String = named.chars().take(80).collect();
         let shown = if shown.len() < named.len() { format!("{shown}…") } else { shown };
@@ -314,10 +309,9 @@ impl CodemodeServer {
                 format!("the request's _meta \"{AGENT_META}\" selects agent {shown:?}, which no enabled plugin has; the agents are {}", known.join(", "))
             });
         };
-        let over_http = ctx.extensions.get::<http::request::Parts>().is_some();
         match &self.shared.config.client_agents {
             Some(allowed) if allowed.iter().any(|a| matches(agent, a)) => Ok(agent.clone()),
-            None if !over_http => Ok(agent.clone()),
+            None if !over_http(ctx) => Ok(agent.clone()),
             Some(allowed) if !allowed.is_empty() => Err(format!(
                 "the request's _meta \"{AGENT_META}\" selects agent {agent}, which this server does not let clients select: [server] client_agents allows {}",
                 allowed.join(", ")
@@ -362,7 +356,7 @@ impl CodemodeServer {
         let workspace = read(&self.session.workspace).or(workspace_in_meta);
         // A client over HTTP names paths on this machine: plugins work in its files only
         // within the operator's roots.
-        let over_http = ctx.extensions.get::<http::request::Parts>().is_some();
+        let over_http = over_http(ctx);
         // The folder is opened once, here: every file request of the program resolves
         // beneath what was opened (and checked) now.
         let roots = over_http.then_some(self.shared.config.workspace_roots.as_slice());
@@ -1128,6 +1122,12 @@ fn request_id(ctx: &RequestContext<RoleServer>) -> String {
         Ok(other) => other.to_string(),
         Err(_) => String::new(),
     }
+}
+
+/// Whether the request came over HTTP (`codemode serve`), from a remote client, rather
+/// than over standard input and output from the process that started codemode.
+fn over_http(ctx: &RequestContext<RoleServer>) -> bool {
+    ctx.extensions.get::<http::request::Parts>().is_some()
 }
 
 /// A JSON value known to be an object, as rmcp's schema type.

@@ -22,6 +22,23 @@ use std::sync::Mutex;
 
 pub use protocol::skills::{agent_of, describe_owner, Agent, Guidance, Skill};
 
+/// The agents the plugins' guidance defines, each as `plugin/name`, sorted.
+pub fn agent_names<'a>(guidance: impl IntoIterator<Item = (&'a str, &'a Guidance)>) -> Vec<String> {
+    let mut known: Vec<String> = guidance
+        .into_iter()
+        .flat_map(|(plugin, g)| g.agents.iter().map(move |a| format!("{plugin}/{}", a.name)))
+        .collect();
+    known.sort();
+    known
+}
+
+/// Whether `name` (`plugin/name`, or a bare name) names the agent `qualified`
+/// (`plugin/name`): the one rule by which configuration, clients and sessions name
+/// agents.
+pub fn names_agent(qualified: &str, name: &str) -> bool {
+    name == qualified || qualified.rsplit_once('/').is_some_and(|(_, bare)| bare == name)
+}
+
 use super::Tool;
 use crate::typescript::access_path;
 
@@ -111,7 +128,7 @@ impl SkillSession {
     /// Whether the session selected `plugin`'s `agent`.
     pub fn selected(&self, plugin: &str, agent: &str) -> bool {
         let qualified = format!("{plugin}/{agent}");
-        let matches = |a: &String| *a == agent || *a == qualified;
+        let matches = |a: &String| names_agent(&qualified, a);
         self.settings.agents.iter().any(matches) || self.state().agents.iter().any(matches)
     }
 
